@@ -1,0 +1,733 @@
+package graph
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// program is a compiled, pruned list of steps that computes a set of output
+// nodes. Every step owns a buffer allocated once at compile time, except
+// leaves (bound to caller memory before each run), constants (their data)
+// and reshapes (which share their argument's buffer). Running a program
+// allocates nothing.
+type program struct {
+	steps  []step
+	bufs   [][]float64
+	index  map[*node]int // step of each node
+	outs   []int
+	argBuf [][]float64 // scratch for one step's argument buffers
+	owner  any         // the Linearization whose fixed part the buffers hold
+}
+
+type step struct {
+	n     *node
+	args  []int
+	alias bool // the output is the buffer of args[0] (reshape)
+	dyn   bool // depends on a dynamic leaf (see compile)
+}
+
+// compile builds the program computing outs. Steps that depend on a leaf in
+// dynamic are marked, so exec can recompute only them (a linearization:
+// everything else is a function of the fixed point).
+func compile(outs []*node, dynamic map[*node]bool) *program {
+	p := &program{index: map[*node]int{}}
+	var visit func(n *node)
+	visit = func(n *node) {
+		if _, ok := p.index[n]; ok {
+			return
+		}
+		for _, a := range n.args {
+			visit(a)
+		}
+		st := step{n: n, dyn: dynamic[n]}
+		for _, a := range n.args {
+			ai := p.index[a]
+			st.args = append(st.args, ai)
+			st.dyn = st.dyn || p.steps[ai].dyn
+		}
+		st.alias = n.op == opReshape
+		p.index[n] = len(p.steps)
+		p.steps = append(p.steps, st)
+	}
+	for _, o := range outs {
+		visit(o)
+	}
+	p.bufs = make([][]float64, len(p.steps))
+	maxArgs := 0
+	for i, st := range p.steps {
+		switch {
+		case st.n.op == opConst:
+			p.bufs[i] = st.n.data
+		case st.n.op == opLeaf || st.alias:
+		default:
+			p.bufs[i] = make([]float64, st.n.size)
+		}
+		if len(st.args) > maxArgs {
+			maxArgs = len(st.args)
+		}
+	}
+	p.argBuf = make([][]float64, maxArgs)
+	for _, o := range outs {
+		p.outs = append(p.outs, p.index[o])
+	}
+	return p
+}
+
+// bind points leaf n at buf for the next runs. Leaves the program does not
+// use are ignored.
+func (p *program) bind(n *node, buf []float64) {
+	if i, ok := p.index[n]; ok {
+		if len(buf) != n.size {
+			panic("graph: binding " + n.String() + " to a buffer of the wrong length")
+		}
+		p.bufs[i] = buf
+	}
+}
+
+// uses reports whether the program reads leaf n.
+func (p *program) uses(n *node) bool {
+	_, ok := p.index[n]
+	return ok
+}
+
+// out returns the buffer of output i; it is overwritten by the next run.
+func (p *program) out(i int) []float64 { return p.bufs[p.outs[i]] }
+
+// run executes every step.
+func (p *program) run() { p.exec(nil, runAll) }
+
+// Which steps exec runs.
+const (
+	runAll     = iota
+	runStatic  // only steps that do not depend on a dynamic leaf
+	runDynamic // only steps that do; the others hold an earlier run's values
+)
+
+// need returns the mask of steps that output i depends on.
+func (p *program) need(outs ...int) []bool {
+	m := make([]bool, len(p.steps))
+	var mark func(i int)
+	mark = func(i int) {
+		if m[i] {
+			return
+		}
+		m[i] = true
+		for _, a := range p.steps[i].args {
+			mark(a)
+		}
+	}
+	for _, o := range outs {
+		mark(p.outs[o])
+	}
+	return m
+}
+
+// exec runs the steps selected by mode, restricted to mask when it is not
+// nil.
+func (p *program) exec(mask []bool, mode int) {
+	for i := range p.steps {
+		st := &p.steps[i]
+		switch {
+		case st.n.op == opLeaf || st.n.op == opConst:
+			continue
+		case st.alias:
+			p.bufs[i] = p.bufs[st.args[0]]
+			continue
+		case mask != nil && !mask[i],
+			mode == runStatic && st.dyn,
+			mode == runDynamic && !st.dyn:
+			continue
+		}
+		in := p.argBuf[:len(st.args)]
+		for k, a := range st.args {
+			in[k] = p.bufs[a]
+		}
+		eval(st.n, p.bufs[i], in)
+	}
+}
+
+// eval computes node n into out from its argument values in.
+func eval(n *node, out []float64, in [][]float64) {
+	switch {
+	case n.op.unary():
+		evalUnary(n.op, out, in[0])
+		return
+	case n.op.binary():
+		evalBinary(n, out, in[0], in[1])
+		return
+	}
+	a := n.args
+	switch n.op {
+	case opSize:
+		out[0] = float64(a[0].shape[n.axis])
+	case opTranspose:
+		transposeInto(out, in[0], a[0].shape, n.ints)
+	case opBroadcast:
+		broadcastInto(out, in[0], a[0].shape, n.shape)
+	case opSum:
+		outer, mid, inner := split3(a[0].shape, n.axis)
+		sumAxis(out, in[0], outer, mid, inner)
+	case opMax:
+		outer, mid, inner := split3(a[0].shape, n.axis)
+		maxAxis(out, in[0], outer, mid, inner)
+	case opConcat:
+		outer, _, inner := split3(n.shape, n.axis)
+		off := 0
+		for o := 0; o < outer; o++ {
+			for k, arg := range a {
+				chunk := arg.shape[n.axis] * inner
+				copy(out[off:off+chunk], in[k][o*chunk:(o+1)*chunk])
+				off += chunk
+			}
+		}
+	case opSlice:
+		outer, mid, inner := split3(a[0].shape, n.axis)
+		sliceCopy(out, in[0], outer, mid, inner, n.ints, false)
+	case opSliceGrad:
+		outer, mid, inner := split3(n.shape, n.axis)
+		for i := range out {
+			out[i] = 0
+		}
+		sliceCopy(in[0], out, outer, mid, inner, n.ints, true)
+	case opMatMul:
+		matmulInto(out, in[0], in[1], a[0].shape, a[1].shape, n.ints[0] == 1, n.ints[1] == 1)
+	case opLogSoftmax:
+		outer, mid, inner := split3(n.shape, n.axis)
+		logSoftmax(out, in[0], outer, mid, inner)
+	case opIm2Col:
+		im2colInto(out, in[0], a[0].shape, convFrom(n.ints))
+	case opCol2Im:
+		col2imInto(out, in[0], n.shape, convFrom(n.ints))
+	case opPoolGather:
+		poolGatherInto(out, in[0], in[1], a[0].shape, poolFrom(n.ints))
+	case opPoolScatter:
+		poolScatterInto(out, in[0], in[1], a[0].shape, poolFrom(n.ints))
+	case opGather:
+		row := n.size / max(n.shape[0], 1)
+		for r, v := range in[1] {
+			i := int(v)
+			copy(out[r*row:(r+1)*row], in[0][i*row:(i+1)*row])
+		}
+	case opScatterAdd:
+		row := n.size / max(n.shape[0], 1)
+		for i := range out {
+			out[i] = 0
+		}
+		for r, v := range in[1] {
+			i := int(v)
+			dst := out[i*row : (i+1)*row]
+			for j, g := range in[0][r*row : (r+1)*row] {
+				dst[j] += g
+			}
+		}
+	default:
+		panic("graph: no kernel for " + n.op.String())
+	}
+}
+
+func evalUnary(op opKind, out, x []float64) {
+	switch op {
+	case opNeg:
+		for i, v := range x {
+			out[i] = -v
+		}
+	case opExp:
+		for i, v := range x {
+			out[i] = math.Exp(v)
+		}
+	case opLog:
+		for i, v := range x {
+			out[i] = math.Log(v)
+		}
+	case opLog1p:
+		for i, v := range x {
+			out[i] = math.Log1p(v)
+		}
+	case opExpm1:
+		for i, v := range x {
+			out[i] = math.Expm1(v)
+		}
+	case opSqrt:
+		for i, v := range x {
+			out[i] = math.Sqrt(v)
+		}
+	case opInvSqrt:
+		for i, v := range x {
+			out[i] = 1 / math.Sqrt(v)
+		}
+	case opSquare:
+		for i, v := range x {
+			out[i] = v * v
+		}
+	case opCube:
+		for i, v := range x {
+			out[i] = v * v * v
+		}
+	case opInverse:
+		for i, v := range x {
+			out[i] = 1 / v
+		}
+	case opSigmoid:
+		for i, v := range x {
+			out[i] = sigmoid(v)
+		}
+	case opTanh:
+		for i, v := range x {
+			out[i] = math.Tanh(v)
+		}
+	case opSoftplus:
+		for i, v := range x {
+			out[i] = softplus(v)
+		}
+	case opAbs:
+		for i, v := range x {
+			out[i] = math.Abs(v)
+		}
+	case opSign:
+		for i, v := range x {
+			switch {
+			case v > 0:
+				out[i] = 1
+			case v < 0:
+				out[i] = -1
+			default:
+				out[i] = 0
+			}
+		}
+	case opSin:
+		for i, v := range x {
+			out[i] = math.Sin(v)
+		}
+	case opCos:
+		for i, v := range x {
+			out[i] = math.Cos(v)
+		}
+	}
+}
+
+func sigmoid(v float64) float64 {
+	if v >= 0 {
+		return 1 / (1 + math.Exp(-v))
+	}
+	e := math.Exp(v)
+	return e / (1 + e)
+}
+
+// softplus is log(1 + exp(v)) without overflow.
+func softplus(v float64) float64 {
+	if v > 0 {
+		return v + math.Log1p(math.Exp(-v))
+	}
+	return math.Log1p(math.Exp(v))
+}
+
+func binOp(op opKind, kind int, a, b float64) float64 {
+	switch op {
+	case opAdd:
+		return a + b
+	case opSub:
+		return a - b
+	case opMul:
+		return a * b
+	case opDiv:
+		return a / b
+	case opPow:
+		return math.Pow(a, b)
+	}
+	var t bool
+	switch kind {
+	case cmpLT:
+		t = a < b
+	case cmpGT:
+		t = a > b
+	case cmpLE:
+		t = a <= b
+	case cmpGE:
+		t = a >= b
+	case cmpEQ:
+		t = a == b
+	case cmpNE:
+		t = a != b
+	}
+	if t {
+		return 1
+	}
+	return 0
+}
+
+func evalBinary(n *node, out, x, y []float64) {
+	kind := 0
+	if n.op == opCmp {
+		kind = n.ints[0]
+	}
+	switch {
+	case len(x) == len(y):
+		switch n.op {
+		case opAdd:
+			for i := range out {
+				out[i] = x[i] + y[i]
+			}
+		case opSub:
+			for i := range out {
+				out[i] = x[i] - y[i]
+			}
+		case opMul:
+			for i := range out {
+				out[i] = x[i] * y[i]
+			}
+		case opDiv:
+			for i := range out {
+				out[i] = x[i] / y[i]
+			}
+		default:
+			for i := range out {
+				out[i] = binOp(n.op, kind, x[i], y[i])
+			}
+		}
+	case len(y) == 1:
+		c := y[0]
+		switch n.op {
+		case opAdd:
+			for i, v := range x {
+				out[i] = v + c
+			}
+		case opMul:
+			for i, v := range x {
+				out[i] = v * c
+			}
+		default:
+			for i, v := range x {
+				out[i] = binOp(n.op, kind, v, c)
+			}
+		}
+	default:
+		c := x[0]
+		for i, v := range y {
+			out[i] = binOp(n.op, kind, c, v)
+		}
+	}
+}
+
+// split3 returns the sizes before, along and after axis.
+func split3(shape []int, axis int) (outer, mid, inner int) {
+	outer, inner = 1, 1
+	for i, d := range shape {
+		switch {
+		case i < axis:
+			outer *= d
+		case i > axis:
+			inner *= d
+		}
+	}
+	return outer, shape[axis], inner
+}
+
+func sumAxis(out, x []float64, outer, mid, inner int) {
+	for o := 0; o < outer; o++ {
+		dst := out[o*inner : (o+1)*inner]
+		if inner == 1 {
+			s := 0.0
+			for _, v := range x[o*mid : (o+1)*mid] {
+				s += v
+			}
+			dst[0] = s
+			continue
+		}
+		for i := range dst {
+			dst[i] = 0
+		}
+		for m := 0; m < mid; m++ {
+			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
+			for i, v := range src {
+				dst[i] += v
+			}
+		}
+	}
+}
+
+func maxAxis(out, x []float64, outer, mid, inner int) {
+	for o := 0; o < outer; o++ {
+		dst := out[o*inner : (o+1)*inner]
+		copy(dst, x[o*mid*inner:(o*mid+1)*inner])
+		for m := 1; m < mid; m++ {
+			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
+			for i, v := range src {
+				if v > dst[i] || math.IsNaN(v) {
+					dst[i] = v
+				}
+			}
+		}
+	}
+}
+
+// sliceCopy copies the slice described by ints (start, end, step) along the
+// middle axis of big into small, or back from small into big when reverse.
+func sliceCopy(small, big []float64, outer, mid, inner int, ints []int, reverse bool) {
+	start, end, stp := ints[0], ints[1], ints[2]
+	n := sliceLen(start, end, stp)
+	for o := 0; o < outer; o++ {
+		for j := 0; j < n; j++ {
+			s := small[(o*n+j)*inner : (o*n+j+1)*inner]
+			b := big[(o*mid+start+j*stp)*inner : (o*mid+start+j*stp+1)*inner]
+			if reverse {
+				copy(b, s)
+			} else {
+				copy(s, b)
+			}
+		}
+	}
+}
+
+func strides(shape []int) []int {
+	s := make([]int, len(shape))
+	acc := 1
+	for i := len(shape) - 1; i >= 0; i-- {
+		s[i] = acc
+		acc *= shape[i]
+	}
+	return s
+}
+
+// walk calls f(outIndex, inOffset) over every element of an output of shape
+// oshape whose input offset advances by istr per output axis.
+func walk(oshape, istr []int, f func(o, i int)) {
+	total := sizeOf(oshape)
+	if total == 0 {
+		return
+	}
+	nd := len(oshape)
+	idx := make([]int, nd)
+	off := 0
+	for o := 0; o < total; o++ {
+		f(o, off)
+		for ax := nd - 1; ax >= 0; ax-- {
+			idx[ax]++
+			off += istr[ax]
+			if idx[ax] < oshape[ax] {
+				break
+			}
+			off -= istr[ax] * oshape[ax]
+			idx[ax] = 0
+		}
+	}
+}
+
+func transposeInto(out, x []float64, shape, perm []int) {
+	if len(shape) == 2 {
+		r, c := shape[0], shape[1]
+		for i := 0; i < r; i++ {
+			row := x[i*c : (i+1)*c]
+			for j, v := range row {
+				out[j*r+i] = v
+			}
+		}
+		return
+	}
+	is := strides(shape)
+	oshape := make([]int, len(perm))
+	ostr := make([]int, len(perm))
+	for i, p := range perm {
+		oshape[i] = shape[p]
+		ostr[i] = is[p]
+	}
+	walk(oshape, ostr, func(o, i int) { out[o] = x[i] })
+}
+
+func broadcastInto(out, x []float64, ishape, oshape []int) {
+	if len(oshape) == 2 {
+		r, c := oshape[0], oshape[1]
+		switch {
+		case ishape[0] == 1 && ishape[1] == c:
+			for i := 0; i < r; i++ {
+				copy(out[i*c:(i+1)*c], x)
+			}
+			return
+		case ishape[1] == 1 && ishape[0] == r:
+			for i := 0; i < r; i++ {
+				v := x[i]
+				row := out[i*c : (i+1)*c]
+				for j := range row {
+					row[j] = v
+				}
+			}
+			return
+		}
+	}
+	is := strides(ishape)
+	for i, d := range ishape {
+		if d == 1 {
+			is[i] = 0
+		}
+	}
+	walk(oshape, is, func(o, i int) { out[o] = x[i] })
+}
+
+func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
+	m, k := xs[0], xs[1]
+	ta, tb := blas.NoTrans, blas.NoTrans
+	if tx {
+		m, k = k, m
+		ta = blas.Trans
+	}
+	n := ys[1]
+	if ty {
+		n = ys[0]
+		tb = blas.Trans
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		for i := range out {
+			out[i] = 0
+		}
+		return
+	}
+	a := blas64.General{Rows: xs[0], Cols: xs[1], Stride: xs[1], Data: x}
+	b := blas64.General{Rows: ys[0], Cols: ys[1], Stride: ys[1], Data: y}
+	c := blas64.General{Rows: m, Cols: n, Stride: n, Data: out}
+	blas64.Gemm(ta, tb, 1, a, b, 0, c)
+}
+
+func logSoftmax(out, x []float64, outer, mid, inner int) {
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			base := o*mid*inner + i
+			m := math.Inf(-1)
+			for j := 0; j < mid; j++ {
+				if v := x[base+j*inner]; v > m {
+					m = v
+				}
+			}
+			s := 0.0
+			for j := 0; j < mid; j++ {
+				s += math.Exp(x[base+j*inner] - m)
+			}
+			lse := m + math.Log(s)
+			for j := 0; j < mid; j++ {
+				out[base+j*inner] = x[base+j*inner] - lse
+			}
+		}
+	}
+}
+
+// im2colInto writes the patches of im (batch, channels, h, w) into col
+// (batch, outH, outW, channels·kh·kw).
+func im2colInto(col, im []float64, shape []int, p convParams) {
+	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
+	oh, ow := p.outHW(h, w)
+	c := 0
+	for b := 0; b < nb; b++ {
+		img := im[b*ch*h*w : (b+1)*ch*h*w]
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				for k := 0; k < ch; k++ {
+					for kr := 0; kr < p.kh; kr++ {
+						r := or*p.sH - p.padH + kr*p.dH
+						for kc := 0; kc < p.kw; kc++ {
+							cc := oc*p.sW - p.padW + kc*p.dW
+							if r < 0 || r >= h || cc < 0 || cc >= w {
+								col[c] = 0
+							} else {
+								col[c] = img[(k*h+r)*w+cc]
+							}
+							c++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2imInto is the adjoint of im2colInto: it sums patch entries back into
+// their image positions.
+func col2imInto(im, col []float64, shape []int, p convParams) {
+	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
+	oh, ow := p.outHW(h, w)
+	for i := range im {
+		im[i] = 0
+	}
+	c := 0
+	for b := 0; b < nb; b++ {
+		img := im[b*ch*h*w : (b+1)*ch*h*w]
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				for k := 0; k < ch; k++ {
+					for kr := 0; kr < p.kh; kr++ {
+						r := or*p.sH - p.padH + kr*p.dH
+						for kc := 0; kc < p.kw; kc++ {
+							cc := oc*p.sW - p.padW + kc*p.dW
+							if r >= 0 && r < h && cc >= 0 && cc < w {
+								img[(k*h+r)*w+cc] += col[c]
+							}
+							c++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// poolArgmax returns, for output window (or, oc) of one channel plane, the
+// plane offset of its largest element (the first one on ties); padding
+// never wins.
+func poolArgmax(plane []float64, h, w, or, oc int, p poolParams) int {
+	best, bi := math.Inf(-1), -1
+	for kr := 0; kr < p.kh; kr++ {
+		r := or*p.sH - p.padN + kr
+		if r < 0 || r >= h {
+			continue
+		}
+		for kc := 0; kc < p.kw; kc++ {
+			c := oc*p.sW - p.padW + kc
+			if c < 0 || c >= w {
+				continue
+			}
+			if v := plane[r*w+c]; bi < 0 || v > best {
+				best, bi = v, r*w+c
+			}
+		}
+	}
+	return bi
+}
+
+func poolGatherInto(out, src, val []float64, shape []int, p poolParams) {
+	h, w := shape[2], shape[3]
+	oh, ow := p.outHW(h, w)
+	planes := shape[0] * shape[1]
+	o := 0
+	for pl := 0; pl < planes; pl++ {
+		s := src[pl*h*w : (pl+1)*h*w]
+		v := val[pl*h*w : (pl+1)*h*w]
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				out[o] = v[poolArgmax(s, h, w, or, oc, p)]
+				o++
+			}
+		}
+	}
+}
+
+func poolScatterInto(out, src, g []float64, shape []int, p poolParams) {
+	h, w := shape[2], shape[3]
+	oh, ow := p.outHW(h, w)
+	planes := shape[0] * shape[1]
+	for i := range out {
+		out[i] = 0
+	}
+	o := 0
+	for pl := 0; pl < planes; pl++ {
+		s := src[pl*h*w : (pl+1)*h*w]
+		dst := out[pl*h*w : (pl+1)*h*w]
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				dst[poolArgmax(s, h, w, or, oc, p)] += g[o]
+				o++
+			}
+		}
+	}
+}

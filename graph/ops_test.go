@@ -1,0 +1,272 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	_ "go4.org/unsafe/assume-no-moving-gc"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// opCase is one row of the op table: expr(y, x) with y the inner and x the
+// outer variable.
+type opCase struct {
+	name     string
+	y, x     []int // shapes
+	positive bool  // draw values in [0.5, 1.5] instead of N(0,1)
+	square   bool  // square the expression so linear ops get a Hessian
+	expr     func(y, x *G.Node) (*G.Node, error)
+}
+
+func unaryCase(name string, f func(*G.Node) (*G.Node, error), positive, square bool) opCase {
+	return opCase{name: name, y: []int{3, 4}, x: []int{3, 4}, positive: positive, square: square,
+		expr: func(y, x *G.Node) (*G.Node, error) {
+			a, err := G.HadamardProd(y, x)
+			if err != nil {
+				return nil, err
+			}
+			return f(a)
+		}}
+}
+
+func binaryCase(name string, ys, xs []int, positive, square bool, f func(y, x *G.Node) (*G.Node, error)) opCase {
+	return opCase{name: name, y: ys, x: xs, positive: positive, square: square, expr: f}
+}
+
+var opCases = []opCase{
+	unaryCase("abs", G.Abs, true, true),
+	unaryCase("sin", G.Sin, false, false),
+	unaryCase("cos", G.Cos, false, false),
+	unaryCase("exp", G.Exp, false, false),
+	unaryCase("ln", G.Log, true, false),
+	unaryCase("log2", G.Log2, true, false),
+	unaryCase("neg", G.Neg, false, true),
+	unaryCase("square", G.Square, false, false),
+	unaryCase("sqrt", G.Sqrt, true, false),
+	unaryCase("inv", G.Inverse, true, false),
+	unaryCase("invSqrt", G.InverseSqrt, true, false),
+	unaryCase("cube", G.Cube, false, false),
+	unaryCase("tanh", G.Tanh, false, false),
+	unaryCase("sigmoid", G.Sigmoid, false, false),
+	unaryCase("log1p", G.Log1p, true, false),
+	unaryCase("expm1", G.Expm1, false, false),
+	unaryCase("softplus", G.Softplus, false, false),
+	unaryCase("Rectify", G.Rectify, false, true),
+	unaryCase("LeakyRelu", func(a *G.Node) (*G.Node, error) { return G.LeakyRelu(a, 0.1) }, false, true),
+	unaryCase("SoftMax", func(a *G.Node) (*G.Node, error) { return G.SoftMax(a) }, false, false),
+	unaryCase("LogSoftMax", func(a *G.Node) (*G.Node, error) { return G.LogSoftMax(a) }, false, false),
+	unaryCase("SoftMax axis 0", func(a *G.Node) (*G.Node, error) { return G.SoftMax(a, 0) }, false, false),
+	unaryCase("graph.LogSoftmax", func(a *G.Node) (*G.Node, error) { return LogSoftmax(a, -1) }, false, false),
+	unaryCase("Sum axis 0", func(a *G.Node) (*G.Node, error) { return G.Sum(a, 0) }, false, true),
+	unaryCase("Sum axis 1", func(a *G.Node) (*G.Node, error) { return G.Sum(a, 1) }, false, true),
+	unaryCase("Sum all then square", func(a *G.Node) (*G.Node, error) {
+		s, err := G.Sum(a)
+		if err != nil {
+			return nil, err
+		}
+		return G.Square(s)
+	}, false, false),
+	unaryCase("Mean all then exp", func(a *G.Node) (*G.Node, error) {
+		s, err := G.Mean(a)
+		if err != nil {
+			return nil, err
+		}
+		return G.Exp(s)
+	}, false, false),
+	unaryCase("Mean axis 1", func(a *G.Node) (*G.Node, error) { return G.Mean(a, 1) }, false, true),
+	unaryCase("Max axis 1", func(a *G.Node) (*G.Node, error) { return G.Max(a, 1) }, false, true),
+	unaryCase("Max axis 0", func(a *G.Node) (*G.Node, error) { return G.Max(a, 0) }, false, true),
+	unaryCase("Norm axis 1", func(a *G.Node) (*G.Node, error) { return G.Norm(a, 1, 2) }, false, false),
+	unaryCase("Reshape", func(a *G.Node) (*G.Node, error) { return G.Reshape(a, tensor.Shape{2, 6}) }, false, true),
+	unaryCase("Transpose", func(a *G.Node) (*G.Node, error) { return G.Transpose(a) }, false, true),
+	unaryCase("Slice rows 1:3", func(a *G.Node) (*G.Node, error) { return G.Slice(a, G.S(1, 3)) }, false, true),
+	unaryCase("Slice cols step 2", func(a *G.Node) (*G.Node, error) { return G.Slice(a, nil, G.S(0, 4, 2)) }, false, true),
+	unaryCase("Slice one row", func(a *G.Node) (*G.Node, error) { return G.Slice(a, G.S(2)) }, false, true),
+	binaryCase("Add", []int{3, 4}, []int{3, 4}, false, true, G.Add),
+	binaryCase("Sub", []int{3, 4}, []int{3, 4}, false, true, G.Sub),
+	binaryCase("HadamardProd", []int{3, 4}, []int{3, 4}, false, true, G.HadamardProd),
+	binaryCase("HadamardDiv", []int{3, 4}, []int{3, 4}, true, false, G.HadamardDiv),
+	binaryCase("Pow", []int{3, 4}, []int{3, 4}, true, false, G.Pow),
+	binaryCase("Pow const 3", []int{3, 4}, []int{3, 4}, false, false, func(y, x *G.Node) (*G.Node, error) {
+		p, err := G.Pow(y, G.NewConstant(3.0))
+		if err != nil {
+			return nil, err
+		}
+		return G.HadamardProd(p, x)
+	}),
+	binaryCase("scalar x · tensor", []int{3, 4}, []int{}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.Mul(x, y) }),
+	binaryCase("tensor ÷ scalar x", []int{3, 4}, []int{}, true, false, func(y, x *G.Node) (*G.Node, error) { return G.Div(y, x) }),
+	binaryCase("scalar y in exp(x·y)", []int{}, []int{2, 3}, false, false, func(y, x *G.Node) (*G.Node, error) {
+		m, err := G.Mul(y, x)
+		if err != nil {
+			return nil, err
+		}
+		return G.Exp(m)
+	}),
+	binaryCase("Mul matrix×matrix", []int{4, 3}, []int{3, 2}, false, true, G.Mul),
+	binaryCase("Mul matrix×matrix (x first)", []int{3, 2}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.Mul(x, y) }),
+	binaryCase("Mul matrix×vector (wrt matrix)", []int{4, 3}, []int{3}, false, true, G.Mul),
+	binaryCase("Mul matrix×vector (wrt vector)", []int{3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.Mul(x, y) }),
+	binaryCase("Mul vector×matrix", []int{4}, []int{4, 3}, false, true, G.Mul),
+	binaryCase("Mul vector·vector", []int{5}, []int{5}, false, true, G.Mul),
+	binaryCase("OuterProd", []int{4}, []int{3}, false, true, G.OuterProd),
+	binaryCase("Concat axis 0", []int{2, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.Concat(0, y, x, y) }),
+	binaryCase("Concat axis 1", []int{3, 2}, []int{3, 4}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.Concat(1, x, y) }),
+	binaryCase("BroadcastAdd (4,3)+(1,3)", []int{4, 3}, []int{1, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.BroadcastAdd(y, x, nil, []byte{0})
+	}),
+	binaryCase("BroadcastHadamardProd (4,3)*(4,1)", []int{4, 3}, []int{4, 1}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.BroadcastHadamardProd(y, x, nil, []byte{1})
+	}),
+	binaryCase("BroadcastHadamardProd (1,3)*(4,3) wrt broadcast side", []int{1, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.BroadcastHadamardProd(y, x, []byte{0}, nil)
+	}),
+	binaryCase("Conv2d wrt image", []int{1, 2, 5, 5}, []int{3, 2, 3, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Conv2d(y, x, tensor.Shape{3, 3}, []int{1, 1}, []int{1, 1}, []int{1, 1})
+	}),
+	binaryCase("Conv2d wrt filter, stride 2", []int{3, 2, 3, 3}, []int{2, 2, 6, 6}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Conv2d(x, y, tensor.Shape{3, 3}, []int{0, 0}, []int{2, 2}, []int{1, 1})
+	}),
+	binaryCase("MaxPool2D 2x2", []int{1, 2, 4, 4}, []int{1, 2, 4, 4}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		a, err := G.HadamardProd(y, x)
+		if err != nil {
+			return nil, err
+		}
+		return G.MaxPool2D(a, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2})
+	}),
+	binaryCase("MaxPool2D 3x3 pad 1 stride 2", []int{1, 1, 5, 5}, []int{1, 1, 5, 5}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		a, err := G.HadamardProd(y, x)
+		if err != nil {
+			return nil, err
+		}
+		return G.MaxPool2D(a, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2})
+	}),
+	binaryCase("graph.Gather", []int{5, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		idx := G.NewVector(y.Graph(), G.Float64, G.WithShape(4), G.WithName("idx"),
+			G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{0, 2, 2, 4}))))
+		r, err := Gather(y, idx)
+		if err != nil {
+			return nil, err
+		}
+		return G.HadamardProd(r, x)
+	}),
+}
+
+func randTensor(rng *rand.Rand, shape []int, positive bool) G.Value {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	data := make([]float64, n)
+	for i := range data {
+		if positive {
+			data[i] = 0.5 + rng.Float64()
+		} else {
+			data[i] = rng.NormFloat64()
+		}
+	}
+	if len(shape) == 0 {
+		return G.NewF64(data[0])
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+}
+
+func newInput(g *G.ExprGraph, name string, v G.Value) *G.Node {
+	if len(v.Shape()) == 0 {
+		return G.NewScalar(g, G.Float64, G.WithName(name), G.WithValue(v))
+	}
+	return G.NewTensor(g, G.Float64, len(v.Shape()), G.WithShape(v.Shape()...), G.WithName(name), G.WithValue(v))
+}
+
+// buildOpCase returns the problem of an op case: g = Σ R ⊙ s(expr(y, x)),
+// with s the square or the identity, and f = Σ sin(y) + Σ x².
+func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	g := G.NewGraph()
+	y := newInput(g, "y", randTensor(rng, c.y, c.positive))
+	x := newInput(g, "x", randTensor(rng, c.x, c.positive))
+	e, err := c.expr(y, x)
+	if err != nil {
+		return nil, Objective{}, err
+	}
+	if c.square {
+		if e, err = G.Square(e); err != nil {
+			return nil, Objective{}, err
+		}
+	}
+	r := newInput(g, "R", randTensor(rng, e.Shape(), false))
+	prod, err := G.HadamardProd(r, e)
+	if err != nil {
+		return nil, Objective{}, err
+	}
+	lower, err := G.Sum(prod)
+	if err != nil {
+		return nil, Objective{}, err
+	}
+	upper := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Sin(y)))), G.Must(G.Sum(G.Must(G.Square(x))))))
+	return g, Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}}, nil
+}
+
+// TestOpTable checks, for every supported operation, the value against
+// gorgonia's own forward pass and every first- and second-order oracle
+// against central finite differences. A panic in one row fails that row
+// only: graph/ runs its kernels on the caller's goroutine, so recover
+// reaches it.
+func TestOpTable(t *testing.T) {
+	const tol = 1e-6
+	for _, c := range opCases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("panic: %v", r)
+				}
+			}()
+			g, obj, err := buildOpCase(c, 1)
+			if err != nil {
+				t.Fatalf("building the case: %v", err)
+			}
+			p, err := Compile(obj)
+			if err != nil {
+				t.Fatalf("Compile: %v", err)
+			}
+			x, y := p.X0(nil), p.Y0(nil)
+
+			vm := G.NewTapeMachine(g)
+			defer vm.Close()
+			if err := vm.RunAll(); err != nil {
+				t.Fatalf("gorgonia forward pass: %v", err)
+			}
+			want := obj.Lower.Value().Data().(float64)
+			if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+				t.Errorf("g = %.15g, gorgonia's forward pass gives %.15g", got, want)
+			}
+
+			r := Check(p, x, y, nil)
+			t.Logf("%v", r)
+			if r.Max() > tol {
+				t.Errorf("oracle errors above %g: %v", tol, r)
+			}
+		})
+	}
+}
+
+func ExampleCheck() {
+	g := G.NewGraph()
+	w := G.NewVector(g, G.Float64, G.WithShape(3), G.WithName("w"), G.WithInit(G.Ones()))
+	lam := G.NewScalar(g, G.Float64, G.WithName("lambda"), G.WithValue(0.5))
+	// g(λ, w) = Σ exp(w) + λ Σ w², f(λ, w) = Σ (w − 1)².
+	lower := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Exp(w)))), G.Must(G.Mul(lam, G.Must(G.Sum(G.Must(G.Square(w))))))))
+	upper := G.Must(G.Sum(G.Must(G.Square(G.Must(G.Sub(w, G.NewConstant(1.0)))))))
+	p, err := Compile(Objective{Upper: upper, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{w}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := Check(p, p.X0(nil), p.Y0(nil), nil)
+	fmt.Println("all oracles within 1e-8 of finite differences:", r.Max() < 1e-8)
+	// Output:
+	// all oracles within 1e-8 of finite differences: true
+}

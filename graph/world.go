@@ -1,0 +1,253 @@
+package graph
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// A world is the IR of one level's objective instantiated for one batch
+// size: its leaves (the variables, the level's data with batch rows, and
+// the seed vectors of the second-order products) and the programs compiled
+// on demand from it.
+type world struct {
+	b       *builder
+	out     *node
+	x, y    []*node // variable leaves
+	v, u    []*node // seeds shaped like y and like x
+	data    []*node
+	dataBuf [][]float64 // gathered batch rows (batch worlds only)
+	bound   [][]float64 // scratch for batchData
+	progs   map[int]*program
+	level   int
+}
+
+// Program kinds.
+const (
+	progValue   = iota
+	progGradX   // ∇x
+	progGradY   // ∇y
+	progGradXY  // ∇x then ∇y
+	progHVP     // ∇y ⟨∇y g, v⟩
+	progMixedXY // ∇x ⟨∇y g, v⟩
+	progMixedYX // ∇y ⟨∇x g, u⟩
+	progLinear  // ∇y ⟨∇y g, v⟩ then ∇x ⟨∇y g, v⟩, with v dynamic
+)
+
+func (p *Problem) world(lv, batch int) (*world, error) {
+	key := worldKey{lv, batch}
+	if w, ok := p.worlds[key]; ok {
+		return w, nil
+	}
+	l := &p.levels[lv]
+	b := newBuilder()
+	w := &world{b: b, progs: map[int]*program{}, level: lv}
+	leaves := map[*G.Node]*node{}
+	for i, v := range p.outer {
+		w.x = append(w.x, b.leaf(v.Name, v.Shape))
+		w.u = append(w.u, b.leaf("u:"+v.Name, v.Shape))
+		leaves[p.outerNodes[i]] = w.x[i]
+	}
+	for i, v := range p.inner {
+		w.y = append(w.y, b.leaf(v.Name, v.Shape))
+		w.v = append(w.v, b.leaf("v:"+v.Name, v.Shape))
+		leaves[p.innerNodes[i]] = w.y[i]
+	}
+	for i, d := range l.data {
+		shape := []int(d.Shape().Clone())
+		if batch >= 0 {
+			shape[0] = batch
+			w.dataBuf = append(w.dataBuf, make([]float64, batch*l.rowLen[i]))
+		}
+		w.data = append(w.data, b.leaf(d.Name(), shape))
+		leaves[d] = w.data[i]
+	}
+	im := newImporter(b, leaves, p.fixed)
+	out, err := im.node(l.root)
+	if err != nil {
+		if batch >= 0 {
+			return nil, fmt.Errorf("%w (with a batch of %d samples)", err, batch)
+		}
+		return nil, err
+	}
+	if out.size != 1 {
+		return nil, fmt.Errorf("graph: the %s has %d elements with a batch of %d samples; want a scalar", levelNames[lv], out.size, batch)
+	}
+	w.out = b.reshape(out, []int{})
+	p.worlds[key] = w
+	return w, nil
+}
+
+// mustWorld returns the world of a batch after checking its indices. The
+// full-data worlds were built by Compile, so an error here comes from a
+// batch size the graph cannot take (a reshape to a fixed sample count, say):
+// a programmer error for the caller of an oracle.
+func (p *Problem) mustWorld(lv int, batch []int) *world {
+	size := -1
+	if batch != nil {
+		if len(batch) == 0 {
+			panic("graph: empty batch; pass nil for all samples")
+		}
+		size = len(batch)
+		n := p.levels[lv].n
+		for _, i := range batch {
+			if i < 0 || i >= n {
+				panic(fmt.Sprintf("graph: batch index %d out of range for %d samples of the %s", i, n, levelNames[lv]))
+			}
+		}
+	}
+	w, err := p.world(lv, size)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+// zerosFor returns d, or zeros shaped like leaf where d is a structural zero.
+func (w *world) zerosFor(d, leaf *node) *node {
+	if d != nil {
+		return d
+	}
+	return w.b.constant(leaf.shape, make([]float64, leaf.size))
+}
+
+// inner returns Σ_i ⟨a_i, s_i⟩ over the non-zero a_i, or nil.
+func (w *world) inner(a, s []*node) *node {
+	var sum *node
+	for i := range a {
+		if a[i] != nil {
+			sum = w.b.add2(sum, w.b.sumAll(w.b.mul(a[i], s[i])))
+		}
+	}
+	return sum
+}
+
+// program returns, compiling it on first use, the program of a kind.
+func (w *world) program(p *Problem, kind int) *program {
+	if pr, ok := w.progs[kind]; ok {
+		return pr
+	}
+	b := w.b
+	vars := append(append([]*node{}, w.x...), w.y...)
+	var outs []*node
+	var dynamic map[*node]bool
+	switch kind {
+	case progValue:
+		outs = []*node{w.out}
+	case progGradX, progGradY, progGradXY:
+		d := b.grad(w.out, vars)
+		for i, leaf := range vars {
+			isX := i < len(w.x)
+			if (isX && kind != progGradY) || (!isX && kind != progGradX) {
+				outs = append(outs, w.zerosFor(d[i], leaf))
+			}
+		}
+	case progHVP, progMixedXY, progLinear:
+		gy := b.grad(w.out, w.y)
+		var d []*node
+		if s := w.inner(gy, w.v); s != nil {
+			d = b.grad(s, vars)
+		} else {
+			d = make([]*node, len(vars))
+		}
+		hy, mx := d[len(w.x):], d[:len(w.x)]
+		if kind != progMixedXY {
+			for i, leaf := range w.y {
+				outs = append(outs, w.zerosFor(hy[i], leaf))
+			}
+		}
+		if kind != progHVP {
+			for i, leaf := range w.x {
+				outs = append(outs, w.zerosFor(mx[i], leaf))
+			}
+		}
+		if kind == progLinear {
+			dynamic = map[*node]bool{}
+			for _, v := range w.v {
+				dynamic[v] = true
+			}
+		}
+	case progMixedYX:
+		gx := b.grad(w.out, w.x)
+		var d []*node
+		if s := w.inner(gx, w.u); s != nil {
+			d = b.grad(s, w.y)
+		} else {
+			d = make([]*node, len(w.y))
+		}
+		for i, leaf := range w.y {
+			outs = append(outs, w.zerosFor(d[i], leaf))
+		}
+	}
+	pr := compile(outs, dynamic)
+	w.progs[kind] = pr
+	return pr
+}
+
+// batchData returns the data buffers of the batch for the data leaves pr
+// reads: the full arrays for a nil batch, else the batch's rows gathered
+// into the world's buffers, or into new ones when fresh is set.
+func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) [][]float64 {
+	l := &p.levels[w.level]
+	bufs := w.bound[:0]
+	for i, d := range w.data {
+		var buf []float64
+		switch {
+		case !pr.uses(d):
+		case batch == nil:
+			buf = l.full[i]
+		default:
+			row := l.rowLen[i]
+			buf = w.dataBuf[i]
+			if fresh {
+				buf = make([]float64, len(batch)*row)
+			}
+			for r, s := range batch {
+				copy(buf[r*row:(r+1)*row], l.full[i][s*row:(s+1)*row])
+			}
+		}
+		bufs = append(bufs, buf)
+	}
+	w.bound = bufs
+	return bufs
+}
+
+// bind binds x, y and data to pr.
+func (w *world) bind(p *Problem, pr *program, x, y []float64, data [][]float64) {
+	p.checkLen(x, p.dimX, "x")
+	p.checkLen(y, p.dimY, "y")
+	for i, v := range p.outer {
+		pr.bind(w.x[i], x[v.Offset:v.Offset+v.Size])
+	}
+	for i, v := range p.inner {
+		pr.bind(w.y[i], y[v.Offset:v.Offset+v.Size])
+	}
+	for i, d := range w.data {
+		if data[i] != nil {
+			pr.bind(d, data[i])
+		}
+	}
+}
+
+// bindSeed binds the seed vector s to the leaves seeds laid out as vs.
+func bindSeed(pr *program, seeds []*node, vs []Var, s []float64) {
+	for i, v := range vs {
+		pr.bind(seeds[i], s[v.Offset:v.Offset+v.Size])
+	}
+}
+
+// call runs the program of a kind on one level at (x, y), with seed v (or
+// u for MixedYX) when the kind takes one, and returns it for reading.
+func (p *Problem) call(lv, kind int, x, y, seed []float64, batch []int) *program {
+	w := p.mustWorld(lv, batch)
+	pr := w.program(p, kind)
+	w.bind(p, pr, x, y, w.batchData(p, pr, batch, false))
+	switch kind {
+	case progHVP, progMixedXY:
+		bindSeed(pr, w.v, p.inner, p.checkLen(seed, p.dimY, "v"))
+	case progMixedYX:
+		bindSeed(pr, w.u, p.outer, p.checkLen(seed, p.dimX, "u"))
+	}
+	pr.run()
+	return pr
+}
