@@ -68,12 +68,12 @@ const (
 	opSliceGrad // the adjoint of opSlice: args[0] placed into zeros of the node's shape
 	opMatMul    // 2-D product; ints: transA, transB
 	opLogSoftmax
-	opIm2Col       // ints: kh, kw, padH, padW, strideH, strideW, dilH, dilW
-	opCol2Im       // the adjoint of opIm2Col; same ints
-	opPoolGather   // max-pool windows of args[0], the value picked from args[1]; ints: kh, kw, padN, padS, padW, padE, sH, sW
-	opPoolScatter  // the adjoint of opPoolGather in args[1]: args[1] (pooled shape) sent to the argmax of args[0]
-	opGather       // rows of args[0] at the integer indices held in args[1]
-	opScatterAdd   // the adjoint of opGather: rows of args[0] added at the indices args[1]; the node's shape is the table's
+	opIm2Col      // ints: kh, kw, padH, padW, strideH, strideW, dilH, dilW
+	opCol2Im      // the adjoint of opIm2Col; same ints
+	opPoolGather  // max-pool windows of args[0], the value picked from args[1]; ints: kh, kw, padN, padS, padW, padE, sH, sW
+	opPoolScatter // the adjoint of opPoolGather in args[1]: args[1] (pooled shape) sent to the argmax of args[0]
+	opGather      // rows of args[0] at the integer indices held in args[1]
+	opScatterAdd  // the adjoint of opGather: rows of args[0] added at the indices args[1]; the node's shape is the table's
 	numOps
 )
 

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	G "gorgonia.org/gorgonia"
 	"gonum.org/v1/gonum/mat"
+	G "gorgonia.org/gorgonia"
 )
 
 // Objective declares a bilevel problem written as gorgonia expressions:
@@ -62,11 +62,11 @@ type Problem struct {
 	outer, inner           []Var
 	outerNodes, innerNodes []*G.Node
 	dimX, dimY             int
-	x0, y0       []float64
-	levels       [2]level // lowerLevel, upperLevel
-	fixed        map[*G.Node][]float64
-	worlds       map[worldKey]*world
-	stats        Stats
+	x0, y0                 []float64
+	levels                 [2]level // lowerLevel, upperLevel
+	fixed                  map[*G.Node][]float64
+	worlds                 map[worldKey]*world
+	stats                  Stats
 }
 
 const (
