@@ -28,7 +28,8 @@ type Objective struct {
 	// of each node indexes samples, and all nodes of one level have the
 	// same number of samples. An oracle evaluated on a batch sees only the
 	// batch's rows, so objectives must average with gorgonia.Mean (or
-	// divide by gorgonia.SizeOf), never by a constant sample count.
+	// divide by gorgonia.SizeOf), never by a constant sample count. An
+	// objective may read the other level's data; it then sees all of them.
 	UpperData, LowerData []*G.Node
 }
 
@@ -307,6 +308,23 @@ func (p *Problem) ElementName(outer bool, i int) string {
 		}
 	}
 	return fmt.Sprintf("element %d", i)
+}
+
+// CheckBatch reports whether the oracles of the upper (or lower) level can
+// be evaluated on batches of size samples, compiling that batch size if
+// needed. A graph that fixes a sample count (a constant with one row per
+// sample, say) fails here with an error naming the node and the shapes;
+// solvers call it once for each batch size before their first iteration.
+func (p *Problem) CheckBatch(upper bool, size int) error {
+	lv := lowerLevel
+	if upper {
+		lv = upperLevel
+	}
+	if size < 1 || size > p.levels[lv].n {
+		return fmt.Errorf("graph: batch of %d samples for the %s, which has %d samples", size, levelNames[lv], p.levels[lv].n)
+	}
+	_, err := p.world(lv, size)
+	return err
 }
 
 // Stats returns the oracle calls made so far.

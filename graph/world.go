@@ -62,6 +62,11 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		w.data = append(w.data, b.leaf(d.Name(), shape))
 		leaves[d] = w.data[i]
 	}
+	// The other level's data, should this objective read them, enter whole.
+	other := &p.levels[1-lv]
+	for i, d := range other.data {
+		leaves[d] = b.constant([]int(d.Shape()), other.full[i])
+	}
 	im := newImporter(b, leaves, p.fixed)
 	out, err := im.node(l.root)
 	if err != nil {
