@@ -517,7 +517,7 @@ func (l *Linearization) apply(v []float64, mask []bool) {
 	if l.pr.owner != l {
 		l.activate()
 	}
-	bindSeed(l.pr, l.w.v, l.p.inner, l.p.checkLen(v, l.p.dimY, "v"))
+	bindFlat(l.pr, l.w.v, l.p.inner, l.p.checkLen(v, l.p.dimY, "v"))
 	l.pr.exec(mask, runDynamic)
 }
 

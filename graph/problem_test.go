@@ -257,3 +257,35 @@ func TestBatchShapeError(t *testing.T) {
 		}
 	}
 }
+
+// TestUnrolled checks the in-graph unrolled hypergradient against central
+// finite differences of F(x) = f(x, y_T(x)), with and without momentum.
+func TestUnrolled(t *testing.T) {
+	p, err := Compile(ridge(ridgeA, ridgeT, 4, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y0 := []float64{0.2, -0.1, 0.3}, []float64{0.5, 0.5, -0.5}
+	for _, beta := range []float64{0, 0.5} {
+		u, err := p.Unrolled(7, 0.3, beta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float64, 3)
+		u.Hypergradient(got, x, y0)
+		scratch := make([]float64, 3)
+		want := make([]float64, 3)
+		for j := range x {
+			xp, xm := append([]float64{}, x...), append([]float64{}, x...)
+			xp[j] += 1e-6
+			xm[j] -= 1e-6
+			want[j] = (u.Hypergradient(scratch, xp, y0) - u.Hypergradient(scratch, xm, y0)) / 2e-6
+		}
+		if e := relErr(got, want); e > 1e-8 {
+			t.Errorf("β = %v: unrolled hypergradient %v, finite differences %v (error %.1e)", beta, got, want, e)
+		}
+	}
+	if _, err := p.Unrolled(3, -1, 0); err == nil {
+		t.Error("Unrolled accepted a negative step")
+	}
+}

@@ -234,8 +234,8 @@ func (w *world) bind(p *Problem, pr *program, x, y []float64, data [][]float64) 
 	}
 }
 
-// bindSeed binds the seed vector s to the leaves seeds laid out as vs.
-func bindSeed(pr *program, seeds []*node, vs []Var, s []float64) {
+// bindFlat binds the flat vector s to the leaves laid out as vs.
+func bindFlat(pr *program, seeds []*node, vs []Var, s []float64) {
 	for i, v := range vs {
 		pr.bind(seeds[i], s[v.Offset:v.Offset+v.Size])
 	}
@@ -249,9 +249,9 @@ func (p *Problem) call(lv, kind int, x, y, seed []float64, batch []int) *program
 	w.bind(p, pr, x, y, w.batchData(p, pr, batch, false))
 	switch kind {
 	case progHVP, progMixedXY:
-		bindSeed(pr, w.v, p.inner, p.checkLen(seed, p.dimY, "v"))
+		bindFlat(pr, w.v, p.inner, p.checkLen(seed, p.dimY, "v"))
 	case progMixedYX:
-		bindSeed(pr, w.u, p.outer, p.checkLen(seed, p.dimX, "u"))
+		bindFlat(pr, w.u, p.outer, p.checkLen(seed, p.dimX, "u"))
 	}
 	pr.run()
 	return pr

@@ -1,0 +1,25 @@
+// Package graph turns bilevel objectives written as gorgonia expressions
+// into verified first- and second-order oracles.
+//
+// A bilevel problem is min over x of Φ(x) = f(x, y*(x)) with
+// y*(x) = argmin over y of g(x, y). Every gradient method for it needs the
+// gradients ∇x f, ∇y f, ∇y g (and ∇x g), the Hessian-vector product
+// ∇yy g·v and the mixed products ∇xy g·v = ∇x⟨∇y g, v⟩ and
+// ∇yx g·u = ∇y⟨∇x g, u⟩: reverse-mode differentiation applied twice
+// (reverse over reverse) to the scalar ⟨∇y g, v⟩.
+//
+// Compile reads the user's gorgonia graph once, rejects any operation not in
+// its table (Supported) before anything runs, and translates the rest into
+// its own intermediate representation. Derivatives are built by a pure pass
+// over that representation: it keeps the adjoints in a map of its own and
+// returns new expressions, so a derivative of a derivative is simply
+// another pass. gorgonia's own Grad is not used, because its per-node
+// derivative cache makes a second Grad silently wrong. The oracles are then
+// compiled once per batch size into programs whose buffers are allocated
+// at compile time, and run on the caller's goroutine with the caller's
+// vectors bound in place. Linearize fixes (x, y) and a batch so that many
+// Hessian-vector products reuse the forward and first backward passes.
+//
+// Check compares every oracle with central finite differences; the tests
+// of this package run it over every supported operation.
+package graph
