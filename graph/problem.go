@@ -327,6 +327,26 @@ func (p *Problem) CheckBatch(upper bool, size int) error {
 	return err
 }
 
+// SetData replaces the values of the declared data node n (with the same
+// shape) for every later oracle call: the next task of a meta-learning
+// run, say. Linearizations made before keep the data they were made with.
+func (p *Problem) SetData(n *G.Node, values []float64) error {
+	for lv := range p.levels {
+		l := &p.levels[lv]
+		for i, d := range l.data {
+			if d != n {
+				continue
+			}
+			if len(values) != len(l.full[i]) {
+				return fmt.Errorf("graph: SetData of %s with %d values; its shape %v holds %d", nodeName(n), len(values), n.Shape(), len(l.full[i]))
+			}
+			l.full[i] = values
+			return nil
+		}
+	}
+	return fmt.Errorf("graph: SetData of %s, which is not declared as data of either objective", nodeName(n))
+}
+
 // Stats returns the oracle calls made so far.
 func (p *Problem) Stats() Stats { return p.stats }
 

@@ -289,3 +289,32 @@ func TestUnrolled(t *testing.T) {
 		t.Error("Unrolled accepted a negative step")
 	}
 }
+
+func TestSetData(t *testing.T) {
+	o := ridge(ridgeA, ridgeT, 4, 3)
+	p, err := Compile(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := []float64{0, 1, 2, 3}
+	q, err := Compile(ridge(ridgeA, other, 4, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetData(o.LowerData[1], other); err != nil {
+		t.Fatal(err)
+	}
+	lam, w := []float64{0, 0, 0}, []float64{1, 2, 3}
+	if got, want := p.G(lam, w, nil), q.G(lam, w, nil); got != want {
+		t.Errorf("after SetData g = %v, want %v", got, want)
+	}
+	if got, want := p.G(lam, w, []int{2, 3}), q.G(lam, w, []int{2, 3}); got != want {
+		t.Errorf("after SetData g on a batch = %v, want %v", got, want)
+	}
+	if err := p.SetData(o.LowerData[1], []float64{1}); err == nil || !strings.Contains(err.Error(), "1 values") {
+		t.Errorf("SetData with the wrong length: %v", err)
+	}
+	if err := p.SetData(o.Inner[0], other); err == nil {
+		t.Error("SetData accepted a variable")
+	}
+}
