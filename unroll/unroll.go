@@ -1,0 +1,274 @@
+package unroll
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Lower is the lower-level gradient oracle the forward pass needs:
+// GradG writes ∇x g(x, y) to dx and ∇y g(x, y) to dy on the lower-level
+// samples batch (nil: all); dx or dy may be nil to skip that part.
+type Lower interface {
+	GradG(dx, dy, x, y []float64, batch []int)
+}
+
+// Problem is the oracle set of the reverse sweep. Methods write to their
+// first argument; batch selects samples (upper-level ones for F and GradF,
+// lower-level ones for the others) and nil means the full data set.
+type Problem interface {
+	Lower
+	// F returns f(x, y).
+	F(x, y []float64, batch []int) float64
+	// GradF writes ∇x f(x, y) to dx and ∇y f(x, y) to dy.
+	GradF(dx, dy, x, y []float64, batch []int)
+	// HVP writes ∇yy g(x, y)·v to dst (length d_y).
+	HVP(dst, x, y, v []float64, batch []int)
+	// MixedXY writes ∇x∇y g(x, y)·v = ∇x⟨∇y g(x, y), v⟩ to dst (length d_x).
+	MixedXY(dst, x, y, v []float64, batch []int)
+}
+
+// Unroller runs T steps of an inner optimizer on g(x, ·) from y_0, stores
+// the iterates, and differentiates f(x, y_T(x)) with respect to x by a
+// reverse sweep over them. Configure the exported fields, then call
+// Hypergradient, or Forward and Backward. The zero value is not usable:
+// Alpha must be positive.
+//
+// An Unroller keeps the iterates of its last Forward and reuses its storage
+// across calls, so it must not be used by several goroutines at once.
+type Unroller struct {
+	// Steps is T ≥ 0, the number of inner steps.
+	Steps int
+	// Alpha is the inner step size α > 0.
+	Alpha float64
+	// Momentum is the heavy-ball coefficient β ∈ [0, 1); zero means plain
+	// gradient descent.
+	Momentum float64
+	// Truncate is K, the number of final steps the reverse sweep
+	// differentiates through (truncated back-propagation): y_{T−K} and the
+	// iterates before it are treated as independent of x. Zero, or K ≥ T,
+	// means all T steps. Only the last K+1 iterates are stored.
+	Truncate int
+	// Batch, when non-nil, returns the lower-level samples for step t
+	// (t = 0, …, T−1), called once per step by Forward. The reverse sweep
+	// reuses the returned slices, so their contents must not change until
+	// the last Backward of this forward pass. Nil means the full data set.
+	Batch func(t int) []int
+
+	// State of the last Forward.
+	x       []float64 // copy of x
+	ring    []float64 // (K'+1)·d_y floats: iterate t lives in slot t mod (K'+1)
+	batches [][]int   // batch of step t at index t mod K'
+	slots   int       // K'+1
+	alpha   float64   // α and β of the forward pass
+	beta    float64
+	n, done int          // d_y; steps run by the last Forward (T), −1 after a failed one
+	adj     [3][]float64 // adjoints a_t, a_{t+1}, a_{t+2}
+	hv, mx  []float64    // HVP (d_y) and mixed-product (d_x) scratch
+}
+
+// Result reports an unrolled hypergradient.
+type Result struct {
+	// F is f(x, y_T).
+	F float64
+	// Steps is the number of inner steps T, and Backprop the number of them
+	// the reverse sweep differentiated through.
+	Steps, Backprop int
+	// Oracle calls: Steps ∇g in the forward pass, then in the reverse sweep
+	// one F, one ∇f, Backprop−1 HVPs and Backprop mixed products.
+	GradGCalls, FCalls, GradFCalls, HVPCalls, MixedCalls int
+	// StorageBytes is the memory held for iterates: (Backprop+1)·d_y·8.
+	StorageBytes int
+}
+
+// NonFiniteError reports a NaN or infinity in the forward iterates or in the
+// result of the reverse sweep, typically because α is too large for the
+// curvature of g.
+type NonFiniteError struct {
+	Phase string // "forward" or "reverse"
+	Step  int    // forward: the iterate index t; reverse: the first differentiated step T−K'
+}
+
+func (e *NonFiniteError) Error() string {
+	if e.Phase == "forward" {
+		return fmt.Sprintf("unroll: inner iterate y_%d is not finite: the step size α is too large for g (need α·λmax(∇yy g) < 2(1+β)) or g is not bounded below", e.Step)
+	}
+	return fmt.Sprintf("unroll: the reverse sweep down to step %d produced a non-finite derivative", e.Step)
+}
+
+// ErrNoForward is returned by Backward before any successful Forward.
+var ErrNoForward = errors.New("unroll: Backward called without a successful Forward")
+
+func (u *Unroller) validate() error {
+	switch {
+	case u.Steps < 0:
+		return fmt.Errorf("unroll: Steps = %d < 0", u.Steps)
+	case !(u.Alpha > 0) || math.IsInf(u.Alpha, 0):
+		return fmt.Errorf("unroll: step size Alpha = %v must be positive and finite", u.Alpha)
+	case !(u.Momentum >= 0 && u.Momentum < 1):
+		return fmt.Errorf("unroll: Momentum = %v must lie in [0, 1)", u.Momentum)
+	case u.Truncate < 0:
+		return fmt.Errorf("unroll: Truncate = %d < 0", u.Truncate)
+	}
+	return nil
+}
+
+// backprop returns K', the number of steps the reverse sweep covers.
+func (u *Unroller) backprop() int {
+	if u.Truncate == 0 || u.Truncate > u.Steps {
+		return u.Steps
+	}
+	return u.Truncate
+}
+
+// slot returns the stored iterate y_t; valid for the last K'+1 indices.
+func (u *Unroller) slot(t int) []float64 {
+	i := t % u.slots
+	return u.ring[i*u.n : (i+1)*u.n]
+}
+
+func resize(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
+// Forward runs the inner optimizer for Steps steps from y0,
+//
+//	y_{t+1} = y_t − α·∇y g(x, y_t; B_t) + β·(y_t − y_{t−1}),   y_{−1} = y_0,
+//
+// and stores the last K'+1 iterates (K' = Truncate, or Steps when zero).
+// Storage is reused across calls with the same sizes. It returns a
+// *NonFiniteError naming the first non-finite iterate.
+func (u *Unroller) Forward(p Lower, x, y0 []float64) error {
+	if err := u.validate(); err != nil {
+		return err
+	}
+	u.done = -1
+	n, k := len(y0), u.backprop()
+	u.n, u.slots = n, k+1
+	u.ring = resize(u.ring, u.slots*n)
+	u.hv = resize(u.hv, n) // the forward pass keeps ∇y g here
+	u.x = append(u.x[:0], x...)
+	if cap(u.batches) >= k {
+		u.batches = u.batches[:k]
+	} else {
+		u.batches = make([][]int, k)
+	}
+	alpha, beta := u.Alpha, u.Momentum
+	u.alpha, u.beta = alpha, beta
+	g := u.hv
+	copy(u.slot(0), y0)
+	for t := 0; t < u.Steps; t++ {
+		var batch []int
+		if u.Batch != nil {
+			batch = u.Batch(t)
+		}
+		if k > 0 {
+			u.batches[t%k] = batch
+		}
+		yt := u.slot(t)
+		prev := yt // y_{−1} = y_0
+		if t > 0 {
+			prev = u.slot(t - 1)
+		}
+		p.GradG(nil, g, u.x, yt, batch)
+		// next may share memory with prev when only two slots are kept;
+		// each element of prev is read before the same element is written.
+		next := u.slot(t + 1)
+		var sum float64
+		for i := range next {
+			yi := yt[i]
+			next[i] = yi - alpha*g[i] + beta*(yi-prev[i])
+			sum += next[i]
+		}
+		if math.IsNaN(sum) || math.IsInf(sum, 0) {
+			return &NonFiniteError{Phase: "forward", Step: t + 1}
+		}
+	}
+	u.done = u.Steps
+	return nil
+}
+
+// Final returns y_T of the last Forward, for example to warm-start the next
+// inner loop. The slice aliases internal storage: copy it before the next
+// Forward.
+func (u *Unroller) Final() []float64 {
+	if u.done < 0 || u.ring == nil {
+		return nil
+	}
+	return u.slot(u.done)
+}
+
+// Backward writes to dst (length d_x) the derivative d f(x, y_T(x))/dx of
+// the map unrolled by the last Forward, truncated to its last K' steps, and
+// returns f(x, y_T) in the Result. fBatch selects the upper-level samples.
+// p must be the problem of the Forward call. Backward allocates nothing
+// once its scratch has grown, and may be called again (for another fBatch)
+// without a new Forward.
+//
+// The sweep follows the adjoint recursion documented in the package comment:
+// a_T = ∇y f, a_{T+1} = 0,
+//
+//	dst = ∇x f − α·Σ_{t=T−K'}^{T−1} ∇x∇y g(x, y_t)·a_{t+1}
+//	a_t = (1+β)·a_{t+1} − α·∇yy g(x, y_t)·a_{t+1} − β·a_{t+2}.
+func (u *Unroller) Backward(dst []float64, p Problem, fBatch []int) (Result, error) {
+	if u.done < 0 || u.ring == nil {
+		return Result{}, ErrNoForward
+	}
+	if len(dst) != len(u.x) {
+		panic(fmt.Sprintf("unroll: Backward: len(dst) = %d, len(x) = %d", len(dst), len(u.x)))
+	}
+	n, T, k := u.n, u.done, u.slots-1
+	alpha, beta := u.alpha, u.beta
+	for i := range u.adj {
+		u.adj[i] = resize(u.adj[i], n)
+	}
+	u.hv = resize(u.hv, n)
+	u.mx = resize(u.mx, len(u.x))
+	res := Result{Steps: T, Backprop: k, GradGCalls: T, FCalls: 1, GradFCalls: 1, StorageBytes: u.slots * n * 8}
+
+	yT := u.slot(T)
+	res.F = p.F(u.x, yT, fBatch)
+	// cur = a_{t+1}, next = a_{t+2}, out receives a_t.
+	cur, next, out := u.adj[0], u.adj[1], u.adj[2]
+	p.GradF(dst, cur, u.x, yT, fBatch)
+	clear(next)
+	for t := T - 1; t >= T-k; t-- {
+		yt, batch := u.slot(t), u.batches[t%k]
+		p.MixedXY(u.mx, u.x, yt, cur, batch)
+		res.MixedCalls++
+		for i := range dst {
+			dst[i] -= alpha * u.mx[i]
+		}
+		if t == T-k {
+			break // a_t is not needed: earlier steps are not differentiated
+		}
+		p.HVP(u.hv, u.x, yt, cur, batch)
+		res.HVPCalls++
+		for i := range out {
+			out[i] = (1+beta)*cur[i] - alpha*u.hv[i] - beta*next[i]
+		}
+		cur, next, out = out, cur, next
+	}
+	for _, d := range dst {
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return res, &NonFiniteError{Phase: "reverse", Step: T - k}
+		}
+	}
+	return res, nil
+}
+
+// Hypergradient runs Forward from y0 and then Backward: dst receives
+// d f(x, y_T(x))/dx, the ITD estimate of ∇Φ(x), and the Result holds
+// f(x, y_T) and the oracle counts. Final then returns y_T.
+func (u *Unroller) Hypergradient(dst []float64, p Problem, x, y0 []float64, fBatch []int) (Result, error) {
+	if len(dst) != len(x) {
+		panic(fmt.Sprintf("unroll: Hypergradient: len(dst) = %d, len(x) = %d", len(dst), len(x)))
+	}
+	if err := u.Forward(p, x, y0); err != nil {
+		return Result{Steps: u.Steps}, err
+	}
+	return u.Backward(dst, p, fBatch)
+}
