@@ -1,0 +1,42 @@
+// Package optim runs gradient-based bilevel solvers.
+//
+// The problem is
+//
+//	min_x Φ(x) = f(x, y*(x)),   y*(x) = argmin_y g(x, y),
+//
+// with g strongly convex in y. By the implicit function theorem
+// (paper 003, Proposition 1) the hypergradient is
+//
+//	∇Φ(x) = ∇x f(x, y*) − ∇xy g(x, y*) v*,   where   ∇yy g(x, y*) v* = ∇y f(x, y*).
+//
+// Every solver here approximates the three ingredients of that formula: an
+// inner iterate y ≈ y*(x), a linear-system variable v ≈ v*, and the
+// hypergradient estimate built from them, which moves x by an outer
+// optimizer (SGD or Adam) followed by an optional projection.
+//
+// A solver is a Method: a value holding only settings, whose zero value is a
+// documented default, with Init and Iterate acting on an explicit State. The
+// State holds everything that carries over from one outer iteration to the
+// next (x, y, v, named buffers, optimizer moments, sampler positions, the
+// random stream and the oracle counters) and encodes to bytes with
+// MarshalBinary, so a run stopped after k iterations and resumed from the
+// decoded State with Resume gives bit for bit the same iterates as an
+// uninterrupted run.
+//
+// Solve and Resume drive a Method: they count every oracle call through a
+// wrapper of the Problem (the counts are in State.Calls and in each Record),
+// check after every iteration that oracle outputs and x, y, v are finite,
+// stop on an iteration, time, hypergradient-norm or objective-change limit,
+// and pass one Record per iteration to a Recorder (MemoryRecorder,
+// CSVRecorder).
+//
+// The methods of paper 003 (Ji, Yang, Liang, ICML 2021,
+// shared/papers/003_1679196860c98ae9.txt) are AIDBiO (Algorithm 1 with
+// conjugate gradient and eq. 3), ITDBiO (Algorithm 1 with the reverse sweep
+// of Proposition 2) and StocBiO (Algorithms 2 and 3, the stochastic Neumann
+// estimate). See Method for how to add another one.
+//
+// Conventions follow gonum: vectors are flat []float64, the destination comes
+// first, a wrongly sized destination is a programmer error and panics, and
+// problems with the data or the numbers are returned as errors.
+package optim

@@ -1,0 +1,310 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// DefaultMaxIter is the iteration limit when Settings.MaxIter is 0.
+const DefaultMaxIter = 1000
+
+// Settings control a run. The zero value runs DefaultMaxIter iterations with
+// seed 0, no other stopping rule, the upper objective monitored at every
+// iteration on the whole upper data set, and no recorder.
+type Settings struct {
+	// MaxIter bounds State.Iter, the total number of outer iterations
+	// (counting those before a Resume). 0 means DefaultMaxIter.
+	MaxIter int
+	// MaxTime bounds State.Elapsed, the time spent in Init and Iterate
+	// (monitoring excluded, counting time before a Resume). 0: no limit.
+	MaxTime time.Duration
+	// GradTol stops the run when an iteration's hypergradient-estimate norm
+	// is ≤ GradTol. 0: off.
+	GradTol float64
+	// FTol stops the run when two successive monitored upper objectives
+	// differ by at most FTol·max(1, |previous|). 0: off.
+	FTol float64
+
+	// EvalEvery is how often the upper objective f(x, y) and Metrics are
+	// evaluated: after iterations k with k % EvalEvery == 0. 0 means every
+	// iteration, < 0 never. These calls are not counted in Calls and their
+	// time is not in Elapsed.
+	EvalEvery int
+	// EvalBatch is the upper-level batch on which f is monitored; nil is the
+	// whole upper data set.
+	EvalBatch []int
+	// Metrics, if set, returns user figures (test loss, distance to a known
+	// solution, ...) at the monitored iterations; it must not modify x or y.
+	Metrics func(x, y []float64) map[string]float64
+	// Recorder, if set, receives every iteration's Record. If it has a
+	// Flush() error method, that is called when the run ends.
+	Recorder Recorder
+
+	// Seed seeds the run's random stream (PCG). Ignored by Resume, which
+	// continues the stream saved in the State.
+	Seed uint64
+	// Sampling is how minibatches are drawn (default WithReplacement).
+	Sampling Sampling
+	// ProjectX constrains x: Solve projects x0 onto it and methods project
+	// after each x-update. ProjectY constrains y for methods that support
+	// it. nil: unconstrained.
+	ProjectX, ProjectY Projection
+}
+
+// Status says why a run stopped.
+type Status int
+
+const (
+	NotTerminated       Status = iota // the run has not stopped
+	IterationLimit                    // State.Iter reached Settings.MaxIter
+	TimeLimit                         // State.Elapsed reached Settings.MaxTime
+	GradientThreshold                 // the hypergradient norm fell to Settings.GradTol
+	FunctionConvergence               // the monitored f changed by at most Settings.FTol
+	Failure                           // an error stopped the run
+)
+
+func (s Status) String() string {
+	switch s {
+	case NotTerminated:
+		return "NotTerminated"
+	case IterationLimit:
+		return "IterationLimit"
+	case TimeLimit:
+		return "TimeLimit"
+	case GradientThreshold:
+		return "GradientThreshold"
+	case FunctionConvergence:
+		return "FunctionConvergence"
+	case Failure:
+		return "Failure"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	// X and Y are State.X and State.Y (same memory).
+	X, Y []float64
+	// State is the final state, ready for MarshalBinary or Resume. After a
+	// failure it is the last finite state, before the failing iteration.
+	State *State
+	// Status says why the run stopped.
+	Status Status
+	// Iter, Calls and Runtime are State.Iter, State.Calls and State.Elapsed.
+	Iter    int
+	Calls   Calls
+	Runtime time.Duration
+	// Upper is the last monitored upper objective (NaN if none);
+	// HypergradNorm is the last iteration's estimate norm (NaN if none).
+	Upper         float64
+	HypergradNorm float64
+}
+
+// runContext is what a State needs from the Settings during a run.
+type runContext struct {
+	projX, projY Projection
+	sampling     Sampling
+}
+
+// Solve minimizes Φ(x) = f(x, y*(x)) from (x0, y0) with method m (nil means
+// AIDBiO{}) under settings s (nil means the zero Settings).
+//
+// Every oracle call goes through a counting wrapper of p; after every
+// iteration Solve checks that the oracle outputs and x, y, v and the named
+// vectors are finite, and on failure returns a *NonFiniteError with the
+// Result of the last finite state. It validates x0, y0 and s before any
+// oracle call, and m in m.Init. The returned Result is non-nil whenever the
+// run started, also with an error.
+func Solve(p Problem, x0, y0 []float64, s *Settings, m Method) (*Result, error) {
+	if p == nil {
+		return nil, errors.New("optim: Solve: nil Problem")
+	}
+	if s == nil {
+		s = &Settings{}
+	}
+	if len(x0) != p.DimX() {
+		return nil, fmt.Errorf("optim: Solve: len(x0) = %d, but the problem has DimX() = %d", len(x0), p.DimX())
+	}
+	if len(y0) != p.DimY() {
+		return nil, fmt.Errorf("optim: Solve: len(y0) = %d, but the problem has DimY() = %d", len(y0), p.DimY())
+	}
+	if err := validateSettings(p, s); err != nil {
+		return nil, err
+	}
+	st := NewState(x0, y0, s.Seed)
+	if s.ProjectX != nil {
+		s.ProjectX.Project(st.X, st.X)
+	}
+	if s.ProjectY != nil {
+		s.ProjectY.Project(st.Y, st.Y)
+	}
+	return run(p, st, s, m)
+}
+
+// Resume continues a run from st, typically decoded with UnmarshalBinary
+// from a checkpoint. With the same Problem, Settings (Seed aside) and Method
+// as the original run, it gives bit for bit the iterates the original run
+// would have given. It modifies st in place; on failure st holds the
+// non-finite state and Result.State the last finite one.
+func Resume(p Problem, st *State, s *Settings, m Method) (*Result, error) {
+	if p == nil || st == nil {
+		return nil, errors.New("optim: Resume: nil Problem or State")
+	}
+	if s == nil {
+		s = &Settings{}
+	}
+	if len(st.X) != p.DimX() || len(st.Y) != p.DimY() {
+		return nil, fmt.Errorf("optim: Resume: State has len(X) = %d, len(Y) = %d, but the problem has DimX() = %d, DimY() = %d", len(st.X), len(st.Y), p.DimX(), p.DimY())
+	}
+	if st.rng == nil || st.pcg == nil {
+		return nil, errors.New("optim: Resume: State has no random stream: make it with NewState or UnmarshalBinary")
+	}
+	if err := validateSettings(p, s); err != nil {
+		return nil, err
+	}
+	return run(p, st, s, m)
+}
+
+func validateSettings(p Problem, s *Settings) error {
+	switch {
+	case s.MaxIter < 0:
+		return fmt.Errorf("optim: Settings.MaxIter = %d: set it ≥ 1, or 0 for %d", s.MaxIter, DefaultMaxIter)
+	case s.MaxTime < 0:
+		return fmt.Errorf("optim: Settings.MaxTime = %v: set it > 0, or 0 for no limit", s.MaxTime)
+	case !(s.GradTol >= 0):
+		return fmt.Errorf("optim: Settings.GradTol = %v: set it ≥ 0 (0 disables it)", s.GradTol)
+	case !(s.FTol >= 0):
+		return fmt.Errorf("optim: Settings.FTol = %v: set it ≥ 0 (0 disables it)", s.FTol)
+	case s.Sampling != WithReplacement && s.Sampling != Shuffled:
+		return fmt.Errorf("optim: Settings.Sampling = %d: use WithReplacement or Shuffled", s.Sampling)
+	}
+	for _, i := range s.EvalBatch {
+		if i < 0 || i >= p.NumUpper() {
+			return fmt.Errorf("optim: Settings.EvalBatch holds index %d outside [0, NumUpper() = %d)", i, p.NumUpper())
+		}
+	}
+	for _, c := range []struct {
+		name string
+		pr   Projection
+		n    int
+	}{{"ProjectX", s.ProjectX, p.DimX()}, {"ProjectY", s.ProjectY, p.DimY()}} {
+		if d, ok := c.pr.(interface{ Dim() int }); ok && d.Dim() != c.n {
+			return fmt.Errorf("optim: Settings.%s has dimension %d, but the variable has %d", c.name, d.Dim(), c.n)
+		}
+	}
+	return nil
+}
+
+func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
+	if m == nil {
+		m = AIDBiO{}
+	}
+	st.run = &runContext{projX: s.ProjectX, projY: s.ProjectY, sampling: s.Sampling}
+	defer func() { st.run = nil }()
+	cp := newCounter(p, &st.Calls)
+	res := &Result{HypergradNorm: math.NaN()}
+	finish := func(st *State, status Status) {
+		res.X, res.Y, res.State, res.Status = st.X, st.Y, st, status
+		res.Iter, res.Calls, res.Runtime, res.Upper = st.Iter, st.Calls, st.Elapsed, st.Upper
+	}
+
+	backup := st.Clone()
+	t := time.Now()
+	err := m.Init(cp, st)
+	st.Elapsed += time.Since(t)
+	if nf := nonFiniteError(cp, st); nf != nil {
+		finish(backup, Failure)
+		return res, nf
+	}
+	if err != nil {
+		finish(backup, Failure)
+		return res, fmt.Errorf("optim: %T: %w", m, err)
+	}
+
+	maxIter := s.MaxIter
+	if maxIter == 0 {
+		maxIter = DefaultMaxIter
+	}
+	evalEvery := s.EvalEvery
+	if evalEvery == 0 {
+		evalEvery = 1
+	}
+	flush := func() error {
+		if f, ok := s.Recorder.(interface{ Flush() error }); ok {
+			return f.Flush()
+		}
+		return nil
+	}
+	status := NotTerminated
+	for status == NotTerminated {
+		if st.Iter >= maxIter {
+			status = IterationLimit
+			break
+		}
+		if s.MaxTime > 0 && st.Elapsed >= s.MaxTime {
+			status = TimeLimit
+			break
+		}
+		st.copyInto(backup)
+		k := st.Iter
+		cp.reset(k)
+		t := time.Now()
+		it, err := m.Iterate(cp, st)
+		st.Elapsed += time.Since(t)
+		if nf := nonFiniteError(cp, st); nf != nil {
+			finish(backup, Failure)
+			_ = flush() // the run's error is the one to report
+			return res, nf
+		}
+		if err != nil {
+			finish(backup, Failure)
+			_ = flush()
+			return res, fmt.Errorf("optim: %T: iteration %d: %w", m, k, err)
+		}
+		st.Iter++
+		res.HypergradNorm = it.HypergradNorm
+
+		rec := Record{Iter: k, Time: st.Elapsed, Calls: st.Calls, Upper: math.NaN(), HypergradNorm: it.HypergradNorm}
+		if evalEvery > 0 && k%evalEvery == 0 {
+			prev := st.Upper
+			st.Upper = p.F(st.X, st.Y, s.EvalBatch)
+			rec.Upper = st.Upper
+			if s.Metrics != nil {
+				rec.Metrics = s.Metrics(st.X, st.Y)
+			}
+			if s.FTol > 0 && !math.IsNaN(prev) && math.Abs(st.Upper-prev) <= s.FTol*math.Max(1, math.Abs(prev)) {
+				status = FunctionConvergence
+			}
+		}
+		if s.Recorder != nil {
+			if err := s.Recorder.Record(&rec); err != nil {
+				finish(st, Failure)
+				return res, fmt.Errorf("optim: recorder at iteration %d: %w", k, err)
+			}
+		}
+		if s.GradTol > 0 && it.HypergradNorm <= s.GradTol {
+			status = GradientThreshold
+		}
+	}
+	finish(st, status)
+	if err := flush(); err != nil {
+		return res, fmt.Errorf("optim: recorder: %w", err)
+	}
+	return res, nil
+}
+
+// nonFiniteError returns the error for a non-finite oracle output or state,
+// or nil.
+func nonFiniteError(cp *counter, st *State) error {
+	name, i, v := st.nonFinite()
+	if cp.bad == nil && name == "" {
+		return nil
+	}
+	e := &NonFiniteError{Iter: cp.iter, Var: name, Index: i, Value: v}
+	if cp.bad != nil {
+		e.Oracle, e.Call, e.Index, e.Value = cp.bad.Oracle, cp.bad.Call, cp.bad.Index, cp.bad.Value
+	}
+	return e
+}
