@@ -86,6 +86,17 @@ func (p *program) bind(n *node, buf []float64) {
 	}
 }
 
+// release drops the program's references to bound caller memory (leaves and
+// the reshapes that alias them), so a Problem does not keep the caller's
+// last vectors alive. Bind again before the next run.
+func (p *program) release() {
+	for i, st := range p.steps {
+		if st.n.op == opLeaf || st.alias {
+			p.bufs[i] = nil
+		}
+	}
+}
+
 // uses reports whether the program reads leaf n.
 func (p *program) uses(n *node) bool {
 	_, ok := p.index[n]

@@ -353,13 +353,17 @@ func (p *Problem) Stats() Stats { return p.stats }
 // F returns f(x, y) on the upper-level batch.
 func (p *Problem) F(x, y []float64, batch []int) float64 {
 	p.stats.UpperEvaluations++
-	return p.call(upperLevel, progValue, x, y, nil, batch).out(0)[0]
+	pr := p.call(upperLevel, progValue, x, y, nil, batch)
+	defer pr.release()
+	return pr.out(0)[0]
 }
 
 // G returns g(x, y) on the lower-level batch.
 func (p *Problem) G(x, y []float64, batch []int) float64 {
 	p.stats.LowerEvaluations++
-	return p.call(lowerLevel, progValue, x, y, nil, batch).out(0)[0]
+	pr := p.call(lowerLevel, progValue, x, y, nil, batch)
+	defer pr.release()
+	return pr.out(0)[0]
 }
 
 // GradF computes ∇x f into dx and ∇y f into dy on the upper-level batch;
@@ -387,6 +391,7 @@ func (p *Problem) grad(lv int, dx, dy, x, y []float64, batch []int) {
 		kind = progGradX
 	}
 	pr := p.call(lv, kind, x, y, nil, batch)
+	defer pr.release()
 	k := 0
 	if dx != nil {
 		k = p.collect(dx, p.outer, pr, 0)
@@ -420,21 +425,27 @@ func sumSizes(vs []Var) int {
 // lower-level batch.
 func (p *Problem) HVP(dst, x, y, v []float64, batch []int) {
 	p.stats.HessVecProducts++
-	p.collect(dst, p.inner, p.call(lowerLevel, progHVP, x, y, v, batch), 0)
+	pr := p.call(lowerLevel, progHVP, x, y, v, batch)
+	defer pr.release()
+	p.collect(dst, p.inner, pr, 0)
 }
 
 // MixedXY computes the mixed product ∇xy g(x, y) · v = ∇x ⟨∇y g, v⟩, a
 // vector in x-space, into dst on the lower-level batch.
 func (p *Problem) MixedXY(dst, x, y, v []float64, batch []int) {
 	p.stats.MixedXYProducts++
-	p.collect(dst, p.outer, p.call(lowerLevel, progMixedXY, x, y, v, batch), 0)
+	pr := p.call(lowerLevel, progMixedXY, x, y, v, batch)
+	defer pr.release()
+	p.collect(dst, p.outer, pr, 0)
 }
 
 // MixedYX computes the mixed product ∇yx g(x, y) · u = ∇y ⟨∇x g, u⟩, a
 // vector in y-space, into dst on the lower-level batch.
 func (p *Problem) MixedYX(dst, x, y, u []float64, batch []int) {
 	p.stats.MixedYXProducts++
-	p.collect(dst, p.inner, p.call(lowerLevel, progMixedYX, x, y, u, batch), 0)
+	pr := p.call(lowerLevel, progMixedYX, x, y, u, batch)
+	defer pr.release()
+	p.collect(dst, p.inner, pr, 0)
 }
 
 // HessYY assembles the dense Hessian ∇yy g(x, y) (DimY × DimY) from DimY

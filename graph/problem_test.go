@@ -2,8 +2,10 @@ package graph
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -317,4 +319,31 @@ func TestSetData(t *testing.T) {
 	if err := p.SetData(o.Inner[0], other); err == nil {
 		t.Error("SetData accepted a variable")
 	}
+}
+
+// TestNoRetention checks that an oracle call does not keep the caller's
+// vectors alive: a Problem must not pin ITD's stored iterates, say.
+func TestNoRetention(t *testing.T) {
+	p, err := Compile(ridge(ridgeA, ridgeT, 4, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := make(chan bool, 1)
+	func() {
+		w := make([]float64, 3)
+		runtime.AddCleanup(&w[0], func(c chan bool) { c <- true }, freed)
+		p.HVP(make([]float64, 3), []float64{0, 0, 0}, w, []float64{1, 1, 1}, nil)
+		p.G([]float64{0, 0, 0}, w, nil)
+	}()
+	for i := 0; i < 10; i++ {
+		runtime.GC()
+		select {
+		case <-freed:
+			runtime.KeepAlive(p)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	runtime.KeepAlive(p)
+	t.Error("the problem still references the caller's inner vector after the calls returned")
 }

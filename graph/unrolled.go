@@ -102,6 +102,7 @@ func (u *Unrolled) Hypergradient(dst, x, y0 []float64) float64 {
 	bindFlat(u.pr, u.x, p.outer, x)
 	bindFlat(u.pr, u.y0, p.inner, y0)
 	u.pr.run()
+	defer u.pr.release()
 	p.collect(dst, p.outer, u.pr, 1)
 	return u.pr.out(0)[0]
 }

@@ -1,0 +1,591 @@
+// Command compare computes the hypergradient of a bilevel problem by
+// implicit differentiation (AID: conjugate gradient, Neumann series, fixed
+// point) and by iterative differentiation (ITD: full and truncated reverse
+// sweeps), for a range of linear-solver steps N and inner steps T, and
+// measures each against the exact hypergradient.
+//
+// With no flags it runs, in under a minute on two cores, on the embedded
+// Fashion-MNIST subset for two models: data hyper-cleaning (a weight σ(λ_i)
+// per training sample, half the labels corrupted) and multinomial logistic
+// regression with one L2 weight exp(λ_j) per pixel. The exact
+// hypergradient ∇Φ(x) = ∇x f − ∇xy g·[∇yy g]⁻¹∇y f is computed at the inner
+// solution y*(x), found by Newton-CG to ‖∇y g‖ ≤ 1e-10, with CG run to a
+// relative residual of 1e-13.
+//
+// It prints a table, writes results.csv, memory.csv, summary.json and PNG
+// plots (error against N or T, error against time, memory against T) to
+// -out, and ends with one line "result: key=value ...".
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/internal/report"
+	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/unroll"
+	"gonum.org/v1/gonum/floats"
+)
+
+type config struct {
+	models     []string
+	dataDir    string
+	train, val int
+	corrupt    float64
+	reg        float64
+	center     bool
+	ns, ts     []int
+	memTs      []int
+	trunc      int
+	seed       uint64
+	out        string
+}
+
+func main() {
+	var c config
+	var modelList, ns, ts, memTs string
+	flag.StringVar(&modelList, "model", "cleaning,logistic", "models to compare, comma-separated: cleaning (data hyper-cleaning), logistic (per-pixel regularized logistic regression)")
+	flag.StringVar(&c.dataDir, "data", "embedded", `"embedded" for the Fashion-MNIST subset built in, or a folder holding the Fashion-MNIST IDX files (e.g. `+data.DefaultFashionMNISTDir+`)`)
+	flag.IntVar(&c.train, "train", 1000, "training samples (lower level)")
+	flag.IntVar(&c.val, "val", 500, "validation samples (upper level)")
+	flag.Float64Var(&c.corrupt, "corrupt", 0.5, "hyper-cleaning: probability that a training label is replaced by a random class")
+	flag.Float64Var(&c.reg, "reg", 0.01, "strength of the L2 penalty at the point compared: C_r for hyper-cleaning (the paper's 0.001 makes g 10× worse conditioned), the mean of e^λ_j/(c·d) for logistic regression")
+	flag.BoolVar(&c.center, "center", true, "subtract the training mean from every pixel (better-conditioned inner problems)")
+	flag.StringVar(&ns, "N", "1,2,5,10,20,50,100", "AID linear-solver steps to try, comma-separated")
+	flag.StringVar(&ts, "T", "5,10,20,50,100,200", "ITD inner steps to try, comma-separated")
+	flag.StringVar(&memTs, "memT", "10,100,1000", "inner steps at which ITD's and AID's memory is measured (first model only)")
+	flag.IntVar(&c.trunc, "K", 10, "truncated ITD: back-propagate through the last K steps only")
+	seed := flag.Uint64("seed", 1, "random seed (data subset, label corruption, the point x)")
+	flag.StringVar(&c.out, "out", "out/compare", "folder for CSV, JSON and PNG output")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: compare [flags]\n\nCompares AID and ITD hypergradients with the exact one.\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	c.seed = *seed
+	c.models = strings.Split(modelList, ",")
+	var err error
+	for _, l := range []struct {
+		s   string
+		dst *[]int
+	}{{ns, &c.ns}, {ts, &c.ts}, {memTs, &c.memTs}} {
+		if *l.dst, err = parseInts(l.s); err != nil {
+			fail(err)
+		}
+	}
+	if err := run(c); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "compare:", err)
+	os.Exit(1)
+}
+
+func parseInts(s string) ([]int, error) {
+	var r []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a list of positive integers", s)
+		}
+		r = append(r, v)
+	}
+	return r, nil
+}
+
+// row is one hypergradient computation.
+type row struct {
+	Model, Method string
+	Steps         int
+	RelError      float64
+	Seconds       float64
+	GradG, GradF  int
+	HVP, Mixed    int
+	AllocBytes    uint64
+}
+
+type memRow struct {
+	Method        string
+	T             int
+	RetainedBytes int64
+	Seconds       float64
+}
+
+func run(c config) error {
+	start := time.Now()
+	path, err := report.OutDir(c.out)
+	if err != nil {
+		return err
+	}
+	train, test, err := loadData(c.dataDir)
+	if err != nil {
+		return err
+	}
+	_ = test
+	if c.train+c.val > train.N {
+		return fmt.Errorf("-train %d plus -val %d exceed the %d training images available", c.train, c.val, train.N)
+	}
+	perm := rand.New(rand.NewPCG(c.seed, 11)).Perm(train.N)
+	tr, va := train.Subset(perm[:c.train]), train.Subset(perm[c.train:c.train+c.val])
+	if c.center {
+		mean, std := tr.MeanStd()
+		for i := range std {
+			std[i] = 1
+		}
+		tr.Standardize(mean, std)
+		va.Standardize(mean, std)
+	}
+
+	var rows []row
+	var mem []memRow
+	result := map[string]any{}
+	total := len(c.models) * (3*len(c.ns) + 3*len(c.ts) + 1)
+	bar := report.NewProgress("compare", total+2*len(c.memTs))
+	for mi, name := range c.models {
+		p, x, err := buildModel(name, tr, va, c)
+		if err != nil {
+			return err
+		}
+		e, err := newExperiment(name, p, x)
+		if err != nil {
+			return err
+		}
+		bar.Step(name + ": exact hypergradient")
+		rs, err := e.compare(c, bar)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, rs...)
+		best := map[string]float64{}
+		for _, r := range rs {
+			k := strings.ToLower(strings.NewReplacer("-", "_", " ", "_", "(", "", ")", "", "=", "").Replace(r.Method))
+			if v, ok := best[k]; !ok || r.RelError < v {
+				best[k] = r.RelError
+			}
+		}
+		for k, v := range best {
+			result[name+"_"+k+"_err"] = v
+		}
+		if mi == 0 {
+			m, err := e.memory(c, bar)
+			if err != nil {
+				return err
+			}
+			mem = append(mem, m...)
+			slope := memSlope(m, "ITD")
+			result["itd_bytes_per_step"] = math.Round(slope)
+			result["y_bytes"] = p.DimY() * 8
+			result["aid_bytes_growth"] = memSlope(m, "AID-CG")
+		}
+	}
+	printTable(rows, mem)
+	if err := write(path, rows, mem, c); err != nil {
+		return err
+	}
+	result["seconds"] = math.Round(time.Since(start).Seconds()*10) / 10
+	report.Result(os.Stdout, result)
+	return nil
+}
+
+func loadData(dir string) (train, test *data.Dataset, err error) {
+	if dir == "embedded" {
+		return data.EmbeddedFashionMNIST()
+	}
+	return data.LoadFashionMNIST(dir)
+}
+
+func modelData(ds *data.Dataset) models.Data {
+	return models.Data{X: ds.X, N: ds.N, D: ds.D, Labels: ds.Labels}
+}
+
+// buildModel returns a compiled model and the point x at which the
+// hypergradients are compared.
+func buildModel(name string, tr, va *data.Dataset, c config) (*graph.Problem, []float64, error) {
+	rng := rand.New(rand.NewPCG(c.seed, 12))
+	switch name {
+	case "cleaning":
+		noisy, _ := tr.Corrupt(c.corrupt, c.seed)
+		m, err := models.HyperCleaning(modelData(noisy), modelData(va), tr.Classes, models.CleaningSettings{Cr: c.reg})
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := m.Compile()
+		if err != nil {
+			return nil, nil, err
+		}
+		x := p.X0(nil)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		return p, x, nil
+	case "logistic":
+		m, err := models.LogisticRegression(modelData(tr), modelData(va), tr.Classes, models.LogisticSettings{})
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := m.Compile()
+		if err != nil {
+			return nil, nil, err
+		}
+		// Penalty weights e^λ_j/(c·d) around reg·(1 ± 50%).
+		x := p.X0(nil)
+		base := math.Log(c.reg * float64(tr.Classes*tr.D))
+		for i := range x {
+			x[i] = base + 0.5*rng.NormFloat64()
+		}
+		return p, x, nil
+	}
+	return nil, nil, fmt.Errorf("unknown model %q (want cleaning or logistic)", name)
+}
+
+// experiment holds one model at one point x with its exact hypergradient.
+type experiment struct {
+	name         string
+	p            *graph.Problem
+	x, ystar     []float64
+	exact        []float64
+	lmax         float64 // largest eigenvalue of ∇yy g along the path
+	solveSeconds float64
+}
+
+func newExperiment(name string, p *graph.Problem, x []float64) (*experiment, error) {
+	e := &experiment{name: name, p: p, x: x}
+	t := time.Now()
+	y, err := newtonCG(p, x, p.Y0(nil), 1e-10)
+	if err != nil {
+		return nil, fmt.Errorf("%s: solving the inner problem: %w", name, err)
+	}
+	e.ystar = y
+	e.exact = make([]float64, p.DimX())
+	res, err := implicit.Hypergradient(e.exact, p, x, y, &implicit.Settings{
+		Solver: &implicit.CG{Tol: 1e-13, MaxIter: 10 * p.DimY()}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: exact hypergradient: %w", name, err)
+	}
+	if !res.Converged {
+		return nil, fmt.Errorf("%s: exact hypergradient: CG stopped at residual %.2e after %d steps", name, res.Residual, res.Iterations)
+	}
+	e.solveSeconds = time.Since(t).Seconds()
+	// The step sizes of ITD and of the Neumann and fixed-point solvers come
+	// from the largest Hessian eigenvalue at the start and at the solution.
+	for _, yy := range [][]float64{p.Y0(nil), y} {
+		l := p.Linearize(x, yy, nil)
+		lm, err := implicit.LargestEigenvalue(l.HVP, p.DimY(), 100, 1)
+		if err != nil {
+			return nil, err
+		}
+		e.lmax = math.Max(e.lmax, lm)
+	}
+	e.lmax *= 1.05 // power iteration approaches λmax from below
+	return e, nil
+}
+
+// newtonCG minimizes g(x, ·) from y by Newton steps solved with CG, with a
+// backtracking line search on g, until ‖∇y g‖ ≤ tol·max(1, ‖∇y g(y0)‖).
+func newtonCG(p *graph.Problem, x, y []float64, tol float64) ([]float64, error) {
+	n := p.DimY()
+	grad, step, trial := make([]float64, n), make([]float64, n), make([]float64, n)
+	p.GradG(nil, grad, x, y, nil)
+	stop := tol * math.Max(1, floats.Norm(grad, 2))
+	for it := 0; it < 50; it++ {
+		gn := floats.Norm(grad, 2)
+		if gn <= stop {
+			return y, nil
+		}
+		l := p.Linearize(x, y, nil)
+		clear(step)
+		cgTol := math.Min(0.1, math.Sqrt(gn))
+		if _, err := (&implicit.CG{Tol: cgTol, MaxIter: 10 * n}).Solve(step, l.HVP, grad); err != nil {
+			return nil, err
+		}
+		g0, slope := p.G(x, y, nil), -floats.Dot(grad, step)
+		t := 1.0
+		for k := 0; ; k++ {
+			floats.AddScaledTo(trial, y, -t, step)
+			if p.G(x, trial, nil) <= g0+1e-4*t*slope || k == 30 {
+				break
+			}
+			t /= 2
+		}
+		copy(y, trial)
+		p.GradG(nil, grad, x, y, nil)
+	}
+	return nil, errors.New("Newton-CG did not reach the tolerance in 50 steps")
+}
+
+// measure runs f, returning its wall time, the bytes it allocated and the
+// oracle calls it made.
+func (e *experiment) measure(method string, steps int, f func(dst []float64) error) (row, error) {
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	s0 := e.p.Stats()
+	dst := make([]float64, e.p.DimX())
+	t := time.Now()
+	err := f(dst)
+	sec := time.Since(t).Seconds()
+	runtime.ReadMemStats(&ms1)
+	s1 := e.p.Stats()
+	if err != nil {
+		return row{}, fmt.Errorf("%s: %s with %d steps: %w", e.name, method, steps, err)
+	}
+	return row{Model: e.name, Method: method, Steps: steps, RelError: relErr(dst, e.exact), Seconds: sec,
+		GradG: s1.LowerGradients - s0.LowerGradients, GradF: s1.UpperGradients - s0.UpperGradients,
+		HVP:   s1.HessVecProducts - s0.HessVecProducts, Mixed: s1.MixedXYProducts - s0.MixedXYProducts,
+		AllocBytes: ms1.TotalAlloc - ms0.TotalAlloc}, nil
+}
+
+func relErr(a, b []float64) float64 {
+	d := make([]float64, len(a))
+	floats.SubTo(d, a, b)
+	return floats.Norm(d, 2) / floats.Norm(b, 2)
+}
+
+// aid computes the AID hypergradient at y with a solver, solving on a
+// linearization of g at (x, y).
+func (e *experiment) aid(dst, y []float64, s implicit.Solver) error {
+	p := e.p
+	fx, fy := make([]float64, p.DimX()), make([]float64, p.DimY())
+	p.GradF(fx, fy, e.x, y, nil)
+	l := p.Linearize(e.x, y, nil)
+	v := make([]float64, p.DimY())
+	if _, err := s.Solve(v, l.HVP, fy); err != nil {
+		return err
+	}
+	l.MixedXY(dst, v)
+	floats.SubTo(dst, fx, dst)
+	return nil
+}
+
+func (e *experiment) compare(c config, bar *report.Progress) ([]row, error) {
+	var rows []row
+	add := func(method string, steps int, f func(dst []float64) error) error {
+		r, err := e.measure(method, steps, f)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r)
+		bar.Step(fmt.Sprintf("%s %s %d: error %.1e", e.name, method, steps, r.RelError))
+		return nil
+	}
+	eta := 1 / e.lmax
+	for _, n := range c.ns {
+		solvers := []struct {
+			name string
+			s    implicit.Solver
+		}{
+			{"AID-CG", &implicit.CG{Tol: -1, MaxIter: n}},
+			{"AID-Neumann", &implicit.Neumann{Eta: eta, Terms: n, LambdaMax: e.lmax}},
+			{"AID-FP", &implicit.FixedPoint{Eta: eta, MaxIter: n, Tol: -1}},
+		}
+		for _, s := range solvers {
+			if err := add(s.name, n, func(dst []float64) error { return e.aid(dst, e.ystar, s.s) }); err != nil {
+				return nil, err
+			}
+		}
+	}
+	y0 := e.p.Y0(nil)
+	for _, t := range c.ts {
+		itd := func(k int) func(dst []float64) error {
+			return func(dst []float64) error {
+				u := &unroll.Unroller{Steps: t, Alpha: eta, Truncate: k}
+				_, err := u.Hypergradient(dst, e.p, e.x, y0, nil)
+				return err
+			}
+		}
+		if err := add("ITD", t, itd(0)); err != nil {
+			return nil, err
+		}
+		if err := add(fmt.Sprintf("ITD-trunc(K=%d)", c.trunc), t, itd(c.trunc)); err != nil {
+			return nil, err
+		}
+		// AID after the same T inner steps: paper 003's AID-BiO with D = T
+		// and N = 20 CG steps.
+		if err := add("AID-CG(N=20) at y_T", t, func(dst []float64) error {
+			u := &unroll.Unroller{Steps: t, Alpha: eta, Truncate: 1}
+			if err := u.Forward(e.p, e.x, y0); err != nil {
+				return err
+			}
+			return e.aid(dst, u.Final(), &implicit.CG{Tol: -1, MaxIter: 20})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// heapGrowth returns the growth of the live heap, after collections,
+// across a call of f.
+func heapGrowth(f func()) int64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.GC()
+	runtime.ReadMemStats(&b)
+	return int64(b.HeapAlloc) - int64(a.HeapAlloc)
+}
+
+// itdForward runs T inner steps storing the iterates and returns the heap
+// they keep. The reverse sweep allocates nothing (see unroll's
+// benchmarks), so this is ITD's peak.
+func (e *experiment) itdForward(t int) (int64, error) {
+	var err error
+	var u *unroll.Unroller
+	grown := heapGrowth(func() {
+		u = &unroll.Unroller{Steps: t, Alpha: 1 / e.lmax}
+		err = u.Forward(e.p, e.x, e.p.Y0(nil))
+	})
+	runtime.KeepAlive(u)
+	return grown, err
+}
+
+// aidSolve runs N CG steps on a linearization at y* and returns the heap
+// the solve keeps.
+func (e *experiment) aidSolve(n int) (int64, error) {
+	fy := make([]float64, e.p.DimY())
+	e.p.GradF(nil, fy, e.x, e.ystar, nil)
+	l := e.p.Linearize(e.x, e.ystar, nil)
+	v := make([]float64, e.p.DimY())
+	cg := &implicit.CG{Tol: -1, MaxIter: n}
+	var err error
+	grown := heapGrowth(func() { _, err = cg.Solve(v, l.HVP, fy) })
+	runtime.KeepAlive(cg)
+	return grown, err
+}
+
+// memory measures the heap that ITD's stored iterates and AID's solver
+// keep, for each T of -memT.
+func (e *experiment) memory(c config, bar *report.Progress) ([]memRow, error) {
+	var rows []memRow
+	for _, t := range c.memTs {
+		start := time.Now()
+		bytes, err := e.itdForward(t)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, memRow{"ITD", t, bytes, time.Since(start).Seconds()})
+		bar.Step(fmt.Sprintf("memory: ITD T=%d keeps %d bytes", t, bytes))
+		start = time.Now()
+		if bytes, err = e.aidSolve(t); err != nil {
+			return nil, err
+		}
+		rows = append(rows, memRow{"AID-CG", t, bytes, time.Since(start).Seconds()})
+		bar.Step(fmt.Sprintf("memory: AID-CG N=%d keeps %d bytes", t, bytes))
+	}
+	return rows, nil
+}
+
+// memSlope is the least-squares slope of retained bytes against T.
+func memSlope(rows []memRow, method string) float64 {
+	var xs, ys []float64
+	for _, r := range rows {
+		if r.Method == method {
+			xs = append(xs, float64(r.T))
+			ys = append(ys, float64(r.RetainedBytes))
+		}
+	}
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	mx, my := floats.Sum(xs)/float64(len(xs)), floats.Sum(ys)/float64(len(ys))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return num / den
+}
+
+func printTable(rows []row, mem []memRow) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "model\tmethod\tN or T\trel. error\tms\t∇g\t∇f\tHVP\t∇xy g·v\talloc KiB\t")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%.2e\t%.1f\t%d\t%d\t%d\t%d\t%d\t\n", r.Model, r.Method, r.Steps, r.RelError,
+			r.Seconds*1000, r.GradG, r.GradF, r.HVP, r.Mixed, r.AllocBytes/1024)
+	}
+	w.Flush()
+	fmt.Println()
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "memory\tT or N\tretained bytes\ts\t")
+	for _, r := range mem {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%.2f\t\n", r.Method, r.T, r.RetainedBytes, r.Seconds)
+	}
+	w.Flush()
+}
+
+func write(path func(string) string, rows []row, mem []memRow, c config) error {
+	t := report.Table{Columns: []string{"model", "method", "steps", "rel_error", "seconds", "grad_g", "grad_f", "hvp", "mixed_xy", "alloc_bytes"}}
+	for _, r := range rows {
+		t.Add(r.Model, r.Method, r.Steps, r.RelError, r.Seconds, r.GradG, r.GradF, r.HVP, r.Mixed, r.AllocBytes)
+	}
+	if err := t.WriteCSV(path("results.csv")); err != nil {
+		return err
+	}
+	m := report.Table{Columns: []string{"method", "steps", "retained_bytes", "seconds"}}
+	for _, r := range mem {
+		m.Add(r.Method, r.T, r.RetainedBytes, r.Seconds)
+	}
+	if err := m.WriteCSV(path("memory.csv")); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(path("summary.json"), map[string]any{
+		"models": c.models, "data": c.dataDir, "train": c.train, "val": c.val, "corrupt": c.corrupt, "reg": c.reg, "center": c.center,
+		"seed": c.seed, "results": rows, "memory": mem}); err != nil {
+		return err
+	}
+	for _, model := range c.models {
+		byMethod := map[string]*[2]report.Series{}
+		var names []string
+		for _, r := range rows {
+			if r.Model != model {
+				continue
+			}
+			s, ok := byMethod[r.Method]
+			if !ok {
+				s = &[2]report.Series{{Name: r.Method}, {Name: r.Method}}
+				byMethod[r.Method] = s
+				names = append(names, r.Method)
+			}
+			s[0].X, s[0].Y = append(s[0].X, float64(r.Steps)), append(s[0].Y, r.RelError)
+			s[1].X, s[1].Y = append(s[1].X, r.Seconds), append(s[1].Y, r.RelError)
+		}
+		sort.Strings(names)
+		var bySteps, byTime []report.Series
+		for _, n := range names {
+			bySteps = append(bySteps, byMethod[n][0])
+			byTime = append(byTime, byMethod[n][1])
+		}
+		if err := report.LinePlot(path(model+"_error_vs_steps.png"), model+": hypergradient error", "N (AID) or T (ITD)", "relative error", true, bySteps...); err != nil {
+			return err
+		}
+		if err := report.LinePlot(path(model+"_error_vs_time.png"), model+": hypergradient error against time", "seconds", "relative error", true, byTime...); err != nil {
+			return err
+		}
+	}
+	var ms []report.Series
+	for _, method := range []string{"ITD", "AID-CG"} {
+		s := report.Series{Name: method}
+		for _, r := range mem {
+			if r.Method == method {
+				s.X, s.Y = append(s.X, float64(r.T)), append(s.Y, float64(r.RetainedBytes)/(1<<20))
+			}
+		}
+		ms = append(ms, s)
+	}
+	return report.LinePlot(path("memory.png"), "memory kept during the hypergradient", "T (ITD) or N (AID)", "MiB", false, ms...)
+}
