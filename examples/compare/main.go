@@ -345,7 +345,7 @@ func (e *experiment) measure(method string, steps int, f func(dst []float64) err
 	}
 	return row{Model: e.name, Method: method, Steps: steps, RelError: relErr(dst, e.exact), Seconds: sec,
 		GradG: s1.LowerGradients - s0.LowerGradients, GradF: s1.UpperGradients - s0.UpperGradients,
-		HVP:   s1.HessVecProducts - s0.HessVecProducts, Mixed: s1.MixedXYProducts - s0.MixedXYProducts,
+		HVP: s1.HessVecProducts - s0.HessVecProducts, Mixed: s1.MixedXYProducts - s0.MixedXYProducts,
 		AllocBytes: ms1.TotalAlloc - ms0.TotalAlloc}, nil
 }
 
