@@ -86,7 +86,7 @@ func main() {
 			fail(err)
 		}
 	}
-	if err := run(c); err != nil {
+	if _, err := run(c); err != nil {
 		fail(err)
 	}
 }
@@ -126,19 +126,19 @@ type memRow struct {
 	Seconds       float64
 }
 
-func run(c config) error {
+// run performs the comparison and returns the figures of the result line.
+func run(c config) (map[string]any, error) {
 	start := time.Now()
 	path, err := report.OutDir(c.out)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	train, test, err := loadData(c.dataDir)
+	train, _, err := loadData(c.dataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_ = test
 	if c.train+c.val > train.N {
-		return fmt.Errorf("-train %d plus -val %d exceed the %d training images available", c.train, c.val, train.N)
+		return nil, fmt.Errorf("-train %d plus -val %d exceed the %d training images available", c.train, c.val, train.N)
 	}
 	perm := rand.New(rand.NewPCG(c.seed, 11)).Perm(train.N)
 	tr, va := train.Subset(perm[:c.train]), train.Subset(perm[c.train:c.train+c.val])
@@ -159,16 +159,16 @@ func run(c config) error {
 	for mi, name := range c.models {
 		p, x, err := buildModel(name, tr, va, c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		e, err := newExperiment(name, p, x)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bar.Step(name + ": exact hypergradient")
 		rs, err := e.compare(c, bar)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, rs...)
 		best := map[string]float64{}
@@ -184,7 +184,7 @@ func run(c config) error {
 		if mi == 0 {
 			m, err := e.memory(c, bar)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			mem = append(mem, m...)
 			slope := memSlope(m, "ITD")
@@ -195,11 +195,11 @@ func run(c config) error {
 	}
 	printTable(rows, mem)
 	if err := write(path, rows, mem, c); err != nil {
-		return err
+		return nil, err
 	}
 	result["seconds"] = math.Round(time.Since(start).Seconds()*10) / 10
 	report.Result(os.Stdout, result)
-	return nil
+	return result, nil
 }
 
 func loadData(dir string) (train, test *data.Dataset, err error) {
@@ -295,14 +295,16 @@ func newExperiment(name string, p *graph.Problem, x []float64) (*experiment, err
 	return e, nil
 }
 
-// newtonCG minimizes g(x, ·) from y by Newton steps solved with CG, with a
-// backtracking line search on g, until ‖∇y g‖ ≤ tol·max(1, ‖∇y g(y0)‖).
+// newtonCG minimizes g(x, ·) from y by Newton steps solved with CG, until
+// ‖∇y g‖ ≤ tol·max(1, ‖∇y g(y0)‖). A step is halved until it decreases g
+// sufficiently (Armijo) or, near the minimum where differences of g drown
+// in rounding, until it halves the gradient norm.
 func newtonCG(p *graph.Problem, x, y []float64, tol float64) ([]float64, error) {
 	n := p.DimY()
-	grad, step, trial := make([]float64, n), make([]float64, n), make([]float64, n)
+	grad, step, trial, tgrad := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	p.GradG(nil, grad, x, y, nil)
 	stop := tol * math.Max(1, floats.Norm(grad, 2))
-	for it := 0; it < 50; it++ {
+	for it := 0; it < 100; it++ {
 		gn := floats.Norm(grad, 2)
 		if gn <= stop {
 			return y, nil
@@ -314,18 +316,17 @@ func newtonCG(p *graph.Problem, x, y []float64, tol float64) ([]float64, error) 
 			return nil, err
 		}
 		g0, slope := p.G(x, y, nil), -floats.Dot(grad, step)
-		t := 1.0
-		for k := 0; ; k++ {
+		for t, k := 1.0, 0; ; t, k = t/2, k+1 {
 			floats.AddScaledTo(trial, y, -t, step)
-			if p.G(x, trial, nil) <= g0+1e-4*t*slope || k == 30 {
+			p.GradG(nil, tgrad, x, trial, nil)
+			if p.G(x, trial, nil) <= g0+1e-4*t*slope || floats.Norm(tgrad, 2) <= gn/2 || k == 40 {
 				break
 			}
-			t /= 2
 		}
 		copy(y, trial)
-		p.GradG(nil, grad, x, y, nil)
+		copy(grad, tgrad)
 	}
-	return nil, errors.New("Newton-CG did not reach the tolerance in 50 steps")
+	return nil, errors.New("Newton-CG did not reach the tolerance in 100 steps")
 }
 
 // measure runs f, returning its wall time, the bytes it allocated and the
