@@ -89,9 +89,13 @@ func (p *program) bind(n *node, buf []float64) {
 // release drops the program's references to bound caller memory (leaves and
 // the reshapes that alias them), so a Problem does not keep the caller's
 // last vectors alive. Bind again before the next run.
-func (p *program) release() {
+func (p *program) release() { p.releaseIf(false) }
+
+// releaseIf drops the references of release, only for dynamic steps when
+// dynOnly is set (the fixed part stays bound).
+func (p *program) releaseIf(dynOnly bool) {
 	for i, st := range p.steps {
-		if st.n.op == opLeaf || st.alias {
+		if (st.n.op == opLeaf || st.alias) && (st.dyn || !dynOnly) {
 			p.bufs[i] = nil
 		}
 	}

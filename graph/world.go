@@ -32,6 +32,10 @@ const (
 	progMixedXY // ∇x ⟨∇y g, v⟩
 	progMixedYX // ∇y ⟨∇x g, u⟩
 	progLinear  // ∇y ⟨∇y g, v⟩ then ∇x ⟨∇y g, v⟩, with v dynamic
+
+	// progFixed + kind is kind's program with y and the seeds dynamic: the
+	// part that depends only on x and the data is computed once (FixedX).
+	progFixed = 100
 )
 
 func (p *Problem) world(lv, batch int) (*world, error) {
@@ -136,14 +140,15 @@ func (w *world) program(p *Problem, kind int) *program {
 	vars := append(append([]*node{}, w.x...), w.y...)
 	var outs []*node
 	var dynamic map[*node]bool
-	switch kind {
+	fixed := kind >= progFixed
+	switch kind % progFixed {
 	case progValue:
 		outs = []*node{w.out}
 	case progGradX, progGradY, progGradXY:
 		d := b.grad(w.out, vars)
 		for i, leaf := range vars {
 			isX := i < len(w.x)
-			if (isX && kind != progGradY) || (!isX && kind != progGradX) {
+			if k := kind % progFixed; (isX && k != progGradY) || (!isX && k != progGradX) {
 				outs = append(outs, w.zerosFor(d[i], leaf))
 			}
 		}
@@ -156,17 +161,17 @@ func (w *world) program(p *Problem, kind int) *program {
 			d = make([]*node, len(vars))
 		}
 		hy, mx := d[len(w.x):], d[:len(w.x)]
-		if kind != progMixedXY {
+		if kind%progFixed != progMixedXY {
 			for i, leaf := range w.y {
 				outs = append(outs, w.zerosFor(hy[i], leaf))
 			}
 		}
-		if kind != progHVP {
+		if kind%progFixed != progHVP {
 			for i, leaf := range w.x {
 				outs = append(outs, w.zerosFor(mx[i], leaf))
 			}
 		}
-		if kind == progLinear {
+		if kind%progFixed == progLinear {
 			dynamic = map[*node]bool{}
 			for _, v := range w.v {
 				dynamic[v] = true
@@ -182,6 +187,14 @@ func (w *world) program(p *Problem, kind int) *program {
 		}
 		for i, leaf := range w.y {
 			outs = append(outs, w.zerosFor(d[i], leaf))
+		}
+	}
+	if fixed {
+		dynamic = map[*node]bool{}
+		for _, l := range [][]*node{w.y, w.v, w.u} {
+			for _, n := range l {
+				dynamic[n] = true
+			}
 		}
 	}
 	pr := compile(outs, dynamic)
