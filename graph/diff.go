@@ -18,10 +18,10 @@ package graph
 // a Hessian-vector product is grad of ⟨grad(g), v⟩.
 
 // noGrad reports whether n is constant for differentiation whatever its
-// arguments: comparisons, signs and sizes are piecewise constant.
+// arguments: comparisons and signs are piecewise constant.
 func noGrad(n *node) bool {
 	switch n.op {
-	case opLeaf, opConst, opSize, opCmp, opSign:
+	case opLeaf, opConst, opCmp, opSign:
 		return true
 	}
 	return false

@@ -3,8 +3,6 @@ package graph
 import (
 	"math"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // program is a compiled, pruned list of steps that computes a set of output
@@ -175,8 +173,8 @@ func eval(n *node, out []float64, in [][]float64) {
 	}
 	a := n.args
 	switch n.op {
-	case opSize:
-		out[0] = float64(a[0].shape[n.axis])
+	case opReshape: // programs alias reshapes; this serves constant folding
+		copy(out, in[0])
 	case opTranspose:
 		transposeInto(out, in[0], a[0].shape, n.ints)
 	case opBroadcast:
@@ -577,33 +575,6 @@ func broadcastInto(out, x []float64, ishape, oshape []int) {
 		}
 	}
 	walk(oshape, is, func(o, i int) { out[o] = x[i] })
-}
-
-func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
-	m, k := xs[0], xs[1]
-	ta, tb := blas.NoTrans, blas.NoTrans
-	if tx {
-		m, k = k, m
-		ta = blas.Trans
-	}
-	n := ys[1]
-	if ty {
-		n = ys[0]
-		tb = blas.Trans
-	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		for i := range out {
-			out[i] = 0
-		}
-		return
-	}
-	a := blas64.General{Rows: xs[0], Cols: xs[1], Stride: xs[1], Data: x}
-	b := blas64.General{Rows: ys[0], Cols: ys[1], Stride: ys[1], Data: y}
-	c := blas64.General{Rows: m, Cols: n, Stride: n, Data: out}
-	blas64.Gemm(ta, tb, 1, a, b, 0, c)
 }
 
 func logSoftmax(out, x []float64, outer, mid, inner int) {

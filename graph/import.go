@@ -354,17 +354,13 @@ func normAxis(axis, rank int) int {
 	return axis
 }
 
-// scalarValue returns the value of a size or a scalar constant known at
-// import time.
+// scalarValue returns the value of a scalar known at import time: a
+// constant, as sizes are.
 func scalarValue(n *node) float64 {
-	switch n.op {
-	case opSize:
-		return float64(n.args[0].shape[n.axis])
-	case opConst:
-		return n.data[0]
+	if n.op != opConst || n.size != 1 {
+		shapePanic("repeat count %v is not known when the graph is built", n)
 	}
-	shapePanic("repeat count %v is not known when the graph is built", n)
-	return 0
+	return n.data[0]
 }
 
 // adaptReshape returns the target of a reshape written for an input of

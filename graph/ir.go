@@ -27,7 +27,6 @@ type opKind uint8
 const (
 	opLeaf  opKind = iota // a bound input: variable, data or seed
 	opConst               // a constant tensor
-	opSize                // the length of args[0] along axis, as a scalar (constant for differentiation)
 
 	// Elementwise unary operations.
 	opNeg
@@ -78,7 +77,7 @@ const (
 )
 
 var opNames = [numOps]string{
-	"leaf", "const", "size",
+	"leaf", "const",
 	"neg", "exp", "log", "log1p", "expm1", "sqrt", "invsqrt", "square", "cube", "inverse",
 	"sigmoid", "tanh", "softplus", "abs", "sign", "sin", "cos",
 	"add", "sub", "mul", "div", "pow", "cmp",
@@ -175,10 +174,28 @@ type builder struct {
 
 func newBuilder() *builder { return &builder{memo: make(map[string]*node)} }
 
+// foldLimit is the largest constant that add computes at build time.
+const foldLimit = 1 << 12
+
 // add registers n, or returns an existing node with the same operation,
-// arguments and attributes.
+// arguments and attributes. An operation on constants small enough is
+// computed at once and becomes a constant itself, except broadcasts, which
+// elementwise operations absorb (see unbroadcast).
 func (b *builder) add(n *node) *node {
 	n.size = sizeOf(n.shape)
+	if n.op != opLeaf && n.op != opConst && n.op != opBroadcast && len(n.args) > 0 && n.size <= foldLimit {
+		in := make([][]float64, len(n.args))
+		folds := true
+		for i, a := range n.args {
+			folds = folds && a.op == opConst
+			in[i] = a.data
+		}
+		if folds {
+			out := make([]float64, n.size)
+			eval(n, out, in)
+			return b.constant(n.shape, out)
+		}
+	}
 	key := ""
 	if n.op != opLeaf && (n.op != opConst || len(n.data) <= 16) {
 		var k strings.Builder
@@ -230,11 +247,13 @@ func isConst(n *node, v float64) bool {
 	return true
 }
 
+// sizeNode is the length of a along axis, a constant: shapes are concrete
+// in a builder, which holds one batch size.
 func (b *builder) sizeNode(a *node, axis int) *node {
 	if axis < 0 || axis >= len(a.shape) {
 		shapePanic("size along axis %d of shape %v", axis, a.shape)
 	}
-	return b.add(&node{op: opSize, args: []*node{a}, axis: axis, shape: []int{}})
+	return b.scalar(float64(a.shape[axis]))
 }
 
 func (b *builder) unary(op opKind, a *node) *node {
@@ -256,13 +275,46 @@ func binaryShape(op opKind, x, y *node) []int {
 	return nil
 }
 
-// binary builds an elementwise operation.
+// binary builds an elementwise operation. A single element broadcast to
+// the other operand's shape is used as it is: the kernels broadcast it.
 func (b *builder) binary(op opKind, x, y *node) *node {
-	return b.add(&node{op: op, args: []*node{x, y}, shape: binaryShape(op, x, y)})
+	shape := binaryShape(op, x, y)
+	x, y = b.unbroadcastOne(x, y, shape)
+	return b.add(&node{op: op, args: []*node{x, y}, shape: shape})
+}
+
+// unbroadcastOne unbroadcasts one of the operands x and y of an operation
+// of shape shape: the other must keep the shape.
+func (b *builder) unbroadcastOne(x, y *node, shape []int) (*node, *node) {
+	if u := b.unbroadcast(x, shape); u != x && y.size == sizeOf(shape) {
+		return u, y
+	}
+	if u := b.unbroadcast(y, shape); u != y && x.size == sizeOf(shape) {
+		return x, u
+	}
+	return x, y
+}
+
+// unbroadcast returns the single element that a broadcasts (through
+// reshapes) when a has the operation's full shape, and a otherwise.
+func (b *builder) unbroadcast(a *node, shape []int) *node {
+	if a.size == 1 || !sameShape(a.shape, shape) {
+		return a
+	}
+	r := a
+	for r.op == opBroadcast || r.op == opReshape {
+		r = r.args[0]
+	}
+	if r.size == 1 {
+		return b.reshape(r, []int{})
+	}
+	return a
 }
 
 func (b *builder) cmp(kind int, x, y *node) *node {
-	return b.add(&node{op: opCmp, args: []*node{x, y}, shape: binaryShape(opCmp, x, y), ints: []int{kind}})
+	shape := binaryShape(opCmp, x, y)
+	x, y = b.unbroadcastOne(x, y, shape)
+	return b.add(&node{op: opCmp, args: []*node{x, y}, shape: shape, ints: []int{kind}})
 }
 
 func (b *builder) add2(x, y *node) *node {
