@@ -2,7 +2,6 @@ package graph
 
 import (
 	"math"
-
 )
 
 // program is a compiled, pruned list of steps that computes a set of output
