@@ -106,7 +106,11 @@ func rowsDot(out, a, b []float64, m, k, n int) {
 		for i := lo; i < hi; i++ {
 			ai := a[i*k : (i+1)*k]
 			oi := out[i*n : (i+1)*n]
-			for j := range oi {
+			j := 0
+			for ; j+4 <= n; j += 4 {
+				oi[j], oi[j+1], oi[j+2], oi[j+3] = dot4(ai, b[j*k:(j+1)*k], b[(j+1)*k:(j+2)*k], b[(j+2)*k:(j+3)*k], b[(j+3)*k:(j+4)*k])
+			}
+			for ; j < n; j++ {
 				oi[j] = floats.Dot(ai, b[j*k:(j+1)*k])
 			}
 		}
@@ -128,7 +132,18 @@ func outerSum(out, a, b []float64, k, m, n int) {
 		lo, hi := k*p/parts, k*(p+1)/parts
 		part := (*acc)[p*n*m : (p+1)*n*m]
 		run := func() {
-			for r := lo; r < hi; r++ {
+			// Four rows at a time: each pass over the accumulator adds
+			// four scaled rows of a.
+			r := lo
+			var coef [4]float64
+			for ; r+4 <= hi; r += 4 {
+				a0, a1, a2, a3 := a[r*m:(r+1)*m], a[(r+1)*m:(r+2)*m], a[(r+2)*m:(r+3)*m], a[(r+3)*m:(r+4)*m]
+				for j := 0; j < n; j++ {
+					coef = [4]float64{b[r*n+j], b[(r+1)*n+j], b[(r+2)*n+j], b[(r+3)*n+j]}
+					axpy4(part[j*m:(j+1)*m], a0, a1, a2, a3, &coef)
+				}
+			}
+			for ; r < hi; r++ {
 				ar := a[r*m : (r+1)*m]
 				for j, v := range b[r*n : (r+1)*n] {
 					if v != 0 {
