@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -19,7 +20,9 @@ import (
 // 1 MixedXY and N+1 HVPs: N for the CG steps and 1 for the initial residual
 // ∇y f − ∇yy g v_k^0, which is skipped while v_k^0 = 0 (at k = 0), so
 // iteration 0 costs N. CG stops earlier only when the residual reaches
-// CGTol (or exactly 0).
+// CGTol (or exactly 0). CG is implicit.CG on the operator
+// implicit.HVPOperator; if it breaks down on a NaN or ±Inf, v is set to NaN
+// and Solve reports the oracle and restores the state before the iteration.
 //
 // With the batch sizes left at 0 this is the deterministic algorithm of the
 // paper; setting them gives a minibatch variant (the CG system and the mixed
@@ -115,10 +118,9 @@ func (m AIDBiO) Iterate(p Problem, st *State) (Iteration, error) {
 	if n == 0 {
 		n = 10
 	}
-	hvp := func(dst, v []float64) { p.HVP(dst, x, y, v, hb) }
-	_, err := conjugateGradient(hvp, st.V, fy, n, m.CGTol,
-		st.Work("cg.r", dy), st.Work("cg.d", dy), st.Work("cg.hd", dy))
+	_, err := conjugateGradient(implicit.HVPOperator(p, x, y, hb), st.V, fy, n, m.CGTol, nil, nil, nil)
 	if err != nil {
+		poisonOnBreakdown(st.V, err)
 		return Iteration{}, err
 	}
 	w := st.Work("aid.w", dx)

@@ -1,8 +1,10 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -19,10 +21,17 @@ import (
 // independent of x, as in the paper. Then x_{k+1} = x_k − β ĥ (or the Outer
 // step).
 //
+// The forward pass and the sweep are unroll.Unroller (plain gradient
+// descent, no truncation), whose Batch hook draws the inner batches from the
+// run's stream in step order, so the sweep replays them.
+//
 // Oracle calls per iteration: D GradG, 1 GradF, D MixedXY and D−1 HVPs;
-// memory D·DimY floats for the stored iterates. With InnerBatch > 0 each
+// memory (D+1)·DimY floats for the stored iterates. With InnerBatch > 0 each
 // inner step draws a fresh batch and the sweep reuses it at that step, so
-// the result is the exact derivative of the minibatch unrolled map.
+// the result is the exact derivative of the minibatch unrolled map. A
+// non-finite inner iterate fails the iteration with the Unroller's
+// *unroll.NonFiniteError (y left at y_k^0) unless an oracle's NaN explains
+// it, in which case Solve reports that oracle.
 type ITDBiO struct {
 	// Alpha is the inner step size α; 0 means 1/L with L estimated as for
 	// AIDBiO.Alpha.
@@ -63,37 +72,36 @@ func (m ITDBiO) Init(p Problem, st *State) error {
 	return nil
 }
 
+// itdProblem adapts a Problem to unroll.Problem. The reverse sweep also
+// returns f(x, y^D), which ITD-BiO does not use, so F is not evaluated (it
+// returns 0): an iteration costs no F call.
+type itdProblem struct{ Problem }
+
+func (itdProblem) F(x, y []float64, batch []int) float64 { return 0 }
+
 // Iterate implements Method.
 func (m ITDBiO) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
-	x, y := st.X, st.Y
-	alpha := stepOrDefault(m.Alpha, st)
 	d := m.D
 	if d == 0 {
 		d = 10
 	}
-	iterates := st.Work("itd.iterates", d*dy)
-	batches := make([][]int, d)
-	gy := st.Work("itd.gy", dy)
-	for t := range d {
-		copy(iterates[t*dy:(t+1)*dy], y)
-		batches[t] = st.Batch(p, Lower, m.InnerBatch)
-		p.GradG(nil, gy, x, y, batches[t])
-		floats.AddScaled(y, -alpha, gy)
+	u := unroll.Unroller{
+		Steps: d,
+		Alpha: stepOrDefault(m.Alpha, st),
+		Batch: func(int) []int { return st.Batch(p, Lower, m.InnerBatch) },
 	}
-
-	h, a := st.Work("itd.h", dx), st.Work("itd.a", dy)
-	p.GradF(h, a, x, y, st.Batch(p, Upper, m.OuterBatch))
-	w, ha := st.Work("itd.w", dx), st.Work("itd.ha", dy)
-	for t := d - 1; t >= 0; t-- {
-		yt := iterates[t*dy : (t+1)*dy]
-		p.MixedXY(w, x, yt, a, batches[t])
-		floats.AddScaled(h, -alpha, w)
-		if t > 0 {
-			p.HVP(ha, x, yt, a, batches[t])
-			floats.AddScaled(a, -alpha, ha)
-		}
+	if err := u.Forward(p, st.X, st.Y); err != nil {
+		return Iteration{}, err
 	}
+	copy(st.Y, u.Final())
+	h := st.Work("itd.h", p.DimX())
+	_, err := u.Backward(h, itdProblem{p}, st.Batch(p, Upper, m.OuterBatch))
+	var nf *unroll.NonFiniteError
+	if err != nil && !errors.As(err, &nf) {
+		return Iteration{}, err
+	}
+	// A non-finite derivative (nf != nil) goes on into x, so that Solve's
+	// finite guard names the oracle that produced it, if any, and x.
 	norm := floats.Norm(h, 2)
 	st.StepX(orDefault(m.Outer), h)
 	return Iteration{HypergradNorm: norm}, nil

@@ -1,82 +1,87 @@
 package optim
 
-// Linear-system helpers for the hypergradient: conjugate gradient and the
-// Neumann series on ∇yy g v = ∇y f, and a Lanczos estimate of the curvature
-// bound behind default step sizes. They act on an HVP given as a function,
-// so they can later be replaced by the implicit package without touching the
-// methods.
+// Linear-system helpers for the hypergradient. The linear algebra itself
+// lives in package implicit (CG, the Neumann series); this file only maps
+// the conventions of the paper-003 methods onto it, and keeps the Lanczos
+// estimate of the curvature bound behind default step sizes, which package
+// implicit does not offer (it has power iteration only, which converges too
+// slowly to give L from min(30, DimY) products).
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
-// conjugateGradient runs at most n steps of CG on H v = b from the warm
-// start v (overwritten with the result), H applied by hvp. It stops early
-// when ‖r‖ ≤ tol·‖b‖ (tol 0: only on an exactly zero residual). The initial
-// residual b − H v costs one extra HVP unless v is exactly zero, so a warm
-// start costs n+1 HVPs and a cold start n. r, d and hd are scratch vectors.
-// It returns the number of HVPs, or an error if H shows non-positive
-// curvature along a search direction.
-func conjugateGradient(hvp func(dst, v []float64), v, b []float64, n int, tol float64, r, d, hd []float64) (int, error) {
-	calls := 0
-	if isZero(v) {
-		copy(r, b)
-	} else {
-		hvp(hd, v)
-		calls++
-		floats.SubTo(r, b, hd)
+// conjugateGradient runs at most n steps of implicit.CG on H v = b from the
+// warm start v (overwritten with the result), H applied by hvp. It stops
+// early when ‖r‖ ≤ tol·‖b‖ (tol 0: only on an exactly zero residual). The
+// initial residual b − H v costs one extra HVP unless v is exactly zero, so
+// a warm start costs n+1 HVPs and a cold start n. It returns the number of
+// HVPs and an error if H shows non-positive curvature along a search
+// direction (*implicit.CurvatureError, wrapped with advice) or produced NaN
+// or ±Inf (*implicit.BreakdownError, v then holds the last finite iterate).
+//
+// The three trailing scratch vectors are unused, since implicit.CG keeps its
+// own; they remain for the existing callers of this signature.
+func conjugateGradient(hvp func(dst, v []float64), v, b []float64, n int, tol float64, _, _, _ []float64) (int, error) {
+	if tol == 0 {
+		tol = -1 // implicit.CG: a negative tolerance runs all n steps
 	}
-	rr := floats.Dot(r, r)
-	stop := tol * tol * floats.Dot(b, b)
-	var rrOld float64
-	for i := range n {
-		if rr == 0 || rr <= stop {
-			break
-		}
-		if i == 0 {
-			copy(d, r)
-		} else {
-			beta := rr / rrOld
-			for j := range d {
-				d[j] = r[j] + beta*d[j]
-			}
-		}
-		hvp(hd, d)
-		calls++
-		dHd := floats.Dot(d, hd)
-		if dHd <= 0 { // NaN passes on, for the finite guard to name the oracle
-			return calls, fmt.Errorf("conjugate gradient step %d: dᵀ ∇yy g d = %v ≤ 0, so ∇yy g is not positive definite at this (x, y) and batch: use larger Hessian batches, more inner steps, or a Neumann solver", i+1, dHd)
-		}
-		a := rr / dHd
-		floats.AddScaled(v, a, d)
-		floats.AddScaled(r, -a, hd)
-		rrOld, rr = rr, floats.Dot(r, r)
+	cg := implicit.CG{Tol: tol, MaxIter: n}
+	stats, err := cg.Solve(v, hvp, b)
+	var ce *implicit.CurvatureError
+	if errors.As(err, &ce) {
+		return stats.OpCalls, fmt.Errorf("conjugate gradient step %d: dᵀ ∇yy g d = %v ≤ 0, so ∇yy g is not positive definite at this (x, y) and batch: use larger Hessian batches, more inner steps, or a Neumann solver: %w", ce.Iter, ce.Curvature, err)
 	}
-	return calls, nil
+	return stats.OpCalls, err
 }
 
 // neumann stores in dst the truncated Neumann series of paper 003,
-// Algorithm 3:
+// Algorithm 3, computed by implicit.Neumann from a cold start:
 //
 //	r_Q = v0,   r_{i−1} = r_i − η H_i r_i  (i = Q..1),   dst = η Σ_{i=0}^{Q} r_i,
 //
 // an estimate of H⁻¹ v0 with bias (I − ηH)^{Q+1} H⁻¹ v0, valid when
-// 0 < η < 2/L. hvp(dst, v, i) applies H_i, the Hessian on the i-th batch
-// (Q HVPs in all). r and hr are scratch vectors.
-func neumann(dst, v0 []float64, eta float64, q int, hvp func(dst, v []float64, i int), r, hr []float64) {
-	copy(r, v0)
-	copy(dst, v0)
-	for i := q; i >= 1; i-- {
-		hvp(hr, r, i)
-		floats.AddScaled(r, -eta, hr)
-		floats.Add(dst, r)
+// 0 < η < 2/L. hvp(dst, v, i) applies H_i, the Hessian on the i-th batch; it
+// is called for i = Q..1 in that order (Q HVPs in all; no power iteration,
+// η is taken as given). It returns an *implicit.DivergenceError when a term
+// grows beyond 10 times ‖v0‖ (η too large for the batch Hessians), or an
+// *implicit.BreakdownError on NaN or ±Inf; dst then holds the partial sum.
+// The scratch vectors are unused, since implicit.Neumann keeps its own.
+func neumann(dst, v0 []float64, eta float64, q int, hvp func(dst, v []float64, i int), _, _ []float64) error {
+	clear(dst) // Algorithm 3 starts from v = 0; a nonzero dst would be a warm start
+	ns := implicit.Neumann{
+		Eta:        eta,
+		Terms:      q,
+		PowerIters: -1,
+		Term: func(i int) implicit.Operator {
+			return func(dst, v []float64) { hvp(dst, v, i) }
+		},
 	}
-	floats.Scale(eta, dst)
+	// The operator of Solve is used only for a warm start's residual and
+	// the η check, both skipped here; Term supplies every product.
+	_, err := ns.Solve(dst, func(dst, v []float64) { hvp(dst, v, 0) }, v0)
+	return err
+}
+
+// poisonOnBreakdown sets v to NaN when err is an *implicit.BreakdownError:
+// the solve met a NaN or ±Inf (usually an oracle's output) and has no valid
+// result, so v must not look like one. Solve's finite guard then reports the
+// oracle and v, and returns the state before the iteration, as it does when
+// a NaN reaches the state by any other route.
+func poisonOnBreakdown(v []float64, err error) {
+	var be *implicit.BreakdownError
+	if errors.As(err, &be) {
+		for i := range v {
+			v[i] = math.NaN()
+		}
+	}
 }
 
 // lanczosSteps bounds the number of HVPs spent estimating L.
@@ -154,13 +159,4 @@ func stepOrDefault(step float64, st *State) float64 {
 		return step
 	}
 	return 1 / st.Scalars[keyCurvature]
-}
-
-func isZero(v []float64) bool {
-	for _, x := range v {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }

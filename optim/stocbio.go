@@ -23,6 +23,11 @@ import (
 // The series converges to (∇yy G)⁻¹ v_0 when 0 < η < 2/L; its truncation
 // bias is (I − η∇yy G)^{Q+1} times the solution. Paper 003's analysis
 // suggests |B_{Q−j}| decaying in j; here all B_i have HessianBatch samples.
+// The series is implicit.Neumann with one operator per term (Neumann.Term);
+// the iteration fails with an *implicit.DivergenceError if a term grows
+// beyond 10 times ‖v_0‖ (η too large for the batch Hessians), and on a NaN
+// or ±Inf v is set to NaN so that Solve reports the oracle and restores the
+// state before the iteration.
 type StocBiO struct {
 	// Alpha is the inner SGD step size α; 0 means 1/L with L estimated as
 	// for AIDBiO.Alpha (on the whole lower data set, once per run).
@@ -94,7 +99,10 @@ func (m StocBiO) Iterate(p Problem, st *State) (Iteration, error) {
 	h, v0 := st.Work("stocbio.h", dx), st.Work("stocbio.v0", dy)
 	p.GradF(h, v0, x, y, st.Batch(p, Upper, m.OuterBatch))
 	hvp := func(dst, v []float64, _ int) { p.HVP(dst, x, y, v, st.Batch(p, Lower, m.HessianBatch)) }
-	neumann(st.V, v0, eta, q, hvp, st.Work("neumann.r", dy), st.Work("neumann.hr", dy))
+	if err := neumann(st.V, v0, eta, q, hvp, nil, nil); err != nil {
+		poisonOnBreakdown(st.V, err)
+		return Iteration{}, err
+	}
 	w := st.Work("stocbio.w", dx)
 	p.MixedXY(w, x, y, st.V, st.Batch(p, Lower, m.MixedBatch))
 	floats.Sub(h, w) // eq. 6
