@@ -30,11 +30,21 @@
 // and pass one Record per iteration to a Recorder (MemoryRecorder,
 // CSVRecorder).
 //
-// The methods of paper 003 (Ji, Yang, Liang, ICML 2021,
-// shared/papers/003_1679196860c98ae9.txt) are AIDBiO (Algorithm 1 with
-// conjugate gradient and eq. 3), ITDBiO (Algorithm 1 with the reverse sweep
-// of Proposition 2) and StocBiO (Algorithms 2 and 3, the stochastic Neumann
-// estimate). See Method for how to add another one.
+// The methods, each citing its paper, algorithm and equations
+// (docs/solvers.md has the table of oracle counts):
+//   - paper 003 (Ji, Yang, Liang 2021): AIDBiO, ITDBiO, StocBiO;
+//   - paper 000 (Chen, Sun, Xiao, Yin 2022): STABLE, and the labelled
+//     approximation STABLEMatrixFree for large d_y;
+//   - paper 001 (Huang 2023): MGBiO, MSGBiO, VRMSGBiO;
+//   - paper 002 (Dong, Yang, Yao, Zhang 2025): NBOGD, NSBOSGD;
+//   - paper 004 (Xiao, Shen, Yin, Chen): AiPOD, EAiPOD, E2AiPOD with
+//     equality constraints on both levels, and the federated FedEAiPOD,
+//     FedE2AiPOD with a FedNestBaseline;
+//   - baselines: SOBA, AmIGO, BSA, TTSA.
+//
+// Methods that need explicit matrices (STABLE, the MGBiO family) use the
+// problem's HessYY and HessXY when it has them (DenseProblem) and assemble
+// them from products otherwise. See Method for how to add another method.
 //
 // Conventions follow gonum: vectors are flat []float64, the destination comes
 // first, a wrongly sized destination is a programmer error and panics, and
