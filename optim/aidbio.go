@@ -118,7 +118,7 @@ func (m AIDBiO) Iterate(p Problem, st *State) (Iteration, error) {
 	if n == 0 {
 		n = 10
 	}
-	_, err := conjugateGradient(implicit.HVPOperator(p, x, y, hb), st.V, fy, n, m.CGTol, nil, nil, nil)
+	_, err := conjugateGradient(implicit.HVPOperator(p, x, y, hb), st.V, fy, n, m.CGTol)
 	if err != nil {
 		poisonOnBreakdown(st.V, err)
 		return Iteration{}, err

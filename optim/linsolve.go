@@ -26,10 +26,7 @@ import (
 // HVPs and an error if H shows non-positive curvature along a search
 // direction (*implicit.CurvatureError, wrapped with advice) or produced NaN
 // or ±Inf (*implicit.BreakdownError, v then holds the last finite iterate).
-//
-// The three trailing scratch vectors are unused, since implicit.CG keeps its
-// own; they remain for the existing callers of this signature.
-func conjugateGradient(hvp func(dst, v []float64), v, b []float64, n int, tol float64, _, _, _ []float64) (int, error) {
+func conjugateGradient(hvp func(dst, v []float64), v, b []float64, n int, tol float64) (int, error) {
 	if tol == 0 {
 		tol = -1 // implicit.CG: a negative tolerance runs all n steps
 	}
@@ -53,8 +50,7 @@ func conjugateGradient(hvp func(dst, v []float64), v, b []float64, n int, tol fl
 // η is taken as given). It returns an *implicit.DivergenceError when a term
 // grows beyond 10 times ‖v0‖ (η too large for the batch Hessians), or an
 // *implicit.BreakdownError on NaN or ±Inf; dst then holds the partial sum.
-// The scratch vectors are unused, since implicit.Neumann keeps its own.
-func neumann(dst, v0 []float64, eta float64, q int, hvp func(dst, v []float64, i int), _, _ []float64) error {
+func neumann(dst, v0 []float64, eta float64, q int, hvp func(dst, v []float64, i int)) error {
 	clear(dst) // Algorithm 3 starts from v = 0; a nonzero dst would be a warm start
 	ns := implicit.Neumann{
 		Eta:        eta,

@@ -335,7 +335,7 @@ func (m STABLEMatrixFree) Iterate(p Problem, st *State) (Iteration, error) {
 	p.GradF(fx, fy, xk, yk, st.Batch(p, Upper, m.UpperBatch))
 	p.GradG(nil, gy, xk, yk, phi)
 	hyy := implicit.HVPOperator(p, xk, yk, phi)
-	if _, err := conjugateGradient(hyy, st.V, fy, n, 0, nil, nil, nil); err != nil {
+	if _, err := conjugateGradient(hyy, st.V, fy, n, 0); err != nil {
 		poisonOnBreakdown(st.V, err)
 		return Iteration{}, err
 	}
@@ -349,7 +349,7 @@ func (m STABLEMatrixFree) Iterate(p Problem, st *State) (Iteration, error) {
 	floats.SubTo(dx, st.X, xk)
 	p.MixedYX(q, xk, yk, dx, phi) // (H_xy^k)ᵀ (x^{k+1} − x^k)
 	z := st.Vec("stablemf.z", ny)
-	if _, err := conjugateGradient(hyy, z, q, n, 0, nil, nil, nil); err != nil {
+	if _, err := conjugateGradient(hyy, z, q, n, 0); err != nil {
 		poisonOnBreakdown(z, err)
 		return Iteration{}, err
 	}

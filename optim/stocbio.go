@@ -99,7 +99,7 @@ func (m StocBiO) Iterate(p Problem, st *State) (Iteration, error) {
 	h, v0 := st.Work("stocbio.h", dx), st.Work("stocbio.v0", dy)
 	p.GradF(h, v0, x, y, st.Batch(p, Upper, m.OuterBatch))
 	hvp := func(dst, v []float64, _ int) { p.HVP(dst, x, y, v, st.Batch(p, Lower, m.HessianBatch)) }
-	if err := neumann(st.V, v0, eta, q, hvp, nil, nil); err != nil {
+	if err := neumann(st.V, v0, eta, q, hvp); err != nil {
 		poisonOnBreakdown(st.V, err)
 		return Iteration{}, err
 	}
