@@ -58,8 +58,10 @@ func (m *MemoryRecorder) Record(r *Record) error {
 // written in the shortest form that parses back to the same value.
 type CSVRecorder struct {
 	w       *csv.Writer
+	out     *countingWriter // what w writes to; its count is the recorder's position
 	metrics []string
 	header  bool
+	rows    int64
 }
 
 var _ Recorder = (*CSVRecorder)(nil)
@@ -68,7 +70,8 @@ var _ Recorder = (*CSVRecorder)(nil)
 // columns (the names returned by Settings.Metrics). Solve calls Flush at the
 // end of a run.
 func NewCSVRecorder(w io.Writer, metrics ...string) *CSVRecorder {
-	return &CSVRecorder{w: csv.NewWriter(w), metrics: slices.Clone(metrics)}
+	out := &countingWriter{w: w}
+	return &CSVRecorder{w: csv.NewWriter(out), out: out, metrics: slices.Clone(metrics)}
 }
 
 // Record implements Recorder.
@@ -99,7 +102,11 @@ func (c *CSVRecorder) Record(r *Record) error {
 		}
 		row = append(row, num(v))
 	}
-	return c.w.Write(row)
+	if err := c.w.Write(row); err != nil {
+		return err
+	}
+	c.rows++
+	return nil
 }
 
 // Flush flushes the underlying writer and reports any write error.

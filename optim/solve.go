@@ -51,6 +51,11 @@ type Settings struct {
 	// after each x-update. ProjectY constrains y for methods that support
 	// it. nil: unconstrained.
 	ProjectX, ProjectY Projection
+
+	// Checkpoint saves the run to a file every few iterations, when it
+	// stops and when it fails, atomically; the zero value saves nothing.
+	// See CheckpointSettings.
+	Checkpoint CheckpointSettings
 }
 
 // Status says why a run stopped.
@@ -114,9 +119,10 @@ type runContext struct {
 // Every oracle call goes through a counting wrapper of p; after every
 // iteration Solve checks that the oracle outputs and x, y, v and the named
 // vectors are finite, and on failure returns a *NonFiniteError with the
-// Result of the last finite state. It validates x0, y0 and s before any
-// oracle call, and m in m.Init. The returned Result is non-nil whenever the
-// run started, also with an error.
+// Result of the last finite state (also saved to Settings.Checkpoint.Path,
+// if set). It validates x0, y0 and s before any oracle call, and m in
+// m.Init. The returned Result is non-nil whenever the run started, also
+// with an error.
 func Solve(p Problem, x0, y0 []float64, s *Settings, m Method) (*Result, error) {
 	if p == nil {
 		return nil, errors.New("optim: Solve: nil Problem")
@@ -140,14 +146,29 @@ func Solve(p Problem, x0, y0 []float64, s *Settings, m Method) (*Result, error) 
 	if s.ProjectY != nil {
 		s.ProjectY.Project(st.Y, st.Y)
 	}
-	return run(p, st, s, m)
+	return run(p, st, s, orDefaultMethod(m), 0)
 }
 
-// Resume continues a run from st, typically decoded with UnmarshalBinary
-// from a checkpoint. With the same Problem, Settings (Seed aside) and Method
-// as the original run, it gives bit for bit the iterates the original run
-// would have given. It modifies st in place; on failure st holds the
-// non-finite state and Result.State the last finite one.
+// orDefaultMethod returns m, or AIDBiO{} if m is nil.
+func orDefaultMethod(m Method) Method {
+	if m == nil {
+		return AIDBiO{}
+	}
+	return m
+}
+
+// Resume continues a run from st, typically read with LoadCheckpoint from a
+// checkpoint file (or decoded with UnmarshalBinary). With the same Problem,
+// Settings (Seed aside) and Method as the original run, it gives bit for bit
+// the iterates the original run would have given. It modifies st in place;
+// on failure st holds the non-finite state and Result.State the last finite
+// one.
+//
+// A State from LoadCheckpoint also carries its run's Method and Recorder
+// position: Resume refuses another Method, and hands the position to
+// Settings.Recorder if it implements encoding.BinaryUnmarshaler
+// (MemoryRecorder and CSVRecorder do), so that the records continue those
+// of the checkpointed run.
 func Resume(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 	if p == nil || st == nil {
 		return nil, errors.New("optim: Resume: nil Problem or State")
@@ -161,10 +182,57 @@ func Resume(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 	if st.rng == nil || st.pcg == nil {
 		return nil, errors.New("optim: Resume: State has no random stream: make it with NewState or UnmarshalBinary")
 	}
+	if err := validateState(p, st); err != nil {
+		return nil, err
+	}
 	if err := validateSettings(p, s); err != nil {
 		return nil, err
 	}
-	return run(p, st, s, m)
+	m = orDefaultMethod(m)
+	records := 0
+	if ri := st.resume; ri != nil {
+		if ri.method != "" && ri.method != methodName(m) {
+			return nil, fmt.Errorf("optim: Resume: %s was written by a run of %s, not %s: pass the same Method, or start a new run with Solve from State.X and State.Y", ri.describe(), ri.method, methodName(m))
+		}
+		if err := restoreRecorder(ri, s.Recorder); err != nil {
+			return nil, err
+		}
+		records = ri.records
+		st.resume = nil
+	}
+	return run(p, st, s, m, records)
+}
+
+// validateState checks a State to resume against the problem.
+func validateState(p Problem, st *State) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("optim: Resume: State does not fit the problem: "+format, args...)
+	}
+	if st.V != nil && len(st.V) != p.DimY() {
+		return bad("len(V) = %d, DimY() = %d", len(st.V), p.DimY())
+	}
+	for _, o := range []struct {
+		name string
+		s    OptState
+		n    int
+	}{{"XOpt", st.XOpt, p.DimX()}, {"YOpt", st.YOpt, p.DimY()}} {
+		if (o.s.M != nil && len(o.s.M) != o.n) || (o.s.S != nil && len(o.s.S) != o.n) || o.s.T < 0 {
+			return bad("%s has T = %d, len(M) = %d, len(S) = %d for a variable of %d entries", o.name, o.s.T, len(o.s.M), len(o.s.S), o.n)
+		}
+	}
+	if err := st.checkConsistent(); err != nil {
+		return bad("%v", err)
+	}
+	for _, e := range []struct {
+		name string
+		ep   Epoch
+		n    int
+	}{{"LowerEpoch", st.LowerEpoch, p.NumLower()}, {"UpperEpoch", st.UpperEpoch, p.NumUpper()}} {
+		if len(e.ep.Perm) > 0 && len(e.ep.Perm) != e.n {
+			return bad("%s permutes %d samples, the data set has %d", e.name, len(e.ep.Perm), e.n)
+		}
+	}
+	return nil
 }
 
 func validateSettings(p Problem, s *Settings) error {
@@ -179,6 +247,11 @@ func validateSettings(p Problem, s *Settings) error {
 		return fmt.Errorf("optim: Settings.FTol = %v: set it ≥ 0 (0 disables it)", s.FTol)
 	case s.Sampling != WithReplacement && s.Sampling != Shuffled:
 		return fmt.Errorf("optim: Settings.Sampling = %d: use WithReplacement or Shuffled", s.Sampling)
+	case s.EvalBatch != nil && len(s.EvalBatch) == 0:
+		return errors.New("optim: Settings.EvalBatch is empty: list at least one upper-level sample, or leave it nil for the whole upper data set")
+	}
+	if err := validateCheckpoint(s.Checkpoint); err != nil {
+		return err
 	}
 	for _, i := range s.EvalBatch {
 		if i < 0 || i >= p.NumUpper() {
@@ -197,10 +270,9 @@ func validateSettings(p Problem, s *Settings) error {
 	return nil
 }
 
-func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
-	if m == nil {
-		m = AIDBiO{}
-	}
+// run drives m from st; records is the number of Records the run's
+// lineage has already passed to a Recorder (for checkpoints).
+func run(p Problem, st *State, s *Settings, m Method, records int) (*Result, error) {
 	st.run = &runContext{projX: s.ProjectX, projY: s.ProjectY, sampling: s.Sampling}
 	defer func() { st.run = nil }()
 	cp := newCounter(p, &st.Calls)
@@ -209,6 +281,15 @@ func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 		res.X, res.Y, res.State, res.Status = st.X, st.Y, st, status
 		res.Iter, res.Calls, res.Runtime, res.Upper = st.Iter, st.Calls, st.Elapsed, st.Upper
 	}
+	ck := &checkpointer{s: s, method: methodName(m), records: records, saved: -1}
+	// failed saves the last finite state after a failure and adds a failed
+	// save to the run's error.
+	failed := func(err error) error {
+		if cerr := ck.save(res.State); cerr != nil {
+			return fmt.Errorf("%w; saving the last finite state also failed: %v", err, cerr)
+		}
+		return err
+	}
 
 	backup := st.Clone()
 	t := time.Now()
@@ -216,7 +297,10 @@ func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 	st.Elapsed += time.Since(t)
 	if nf := nonFiniteError(cp, st); nf != nil {
 		finish(backup, Failure)
-		return res, nf
+		if err != nil {
+			nf = fmt.Errorf("%w; %T.Init reported: %w", nf, m, err)
+		}
+		return res, failed(nf)
 	}
 	if err != nil {
 		finish(backup, Failure)
@@ -256,12 +340,17 @@ func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 		if nf := nonFiniteError(cp, st); nf != nil {
 			finish(backup, Failure)
 			_ = flush() // the run's error is the one to report
-			return res, nf
+			if err != nil {
+				// The method saw the trouble too (a breakdown of its linear
+				// solve, say): say what it saw.
+				nf = fmt.Errorf("%w; %T reported: %w", nf, m, err)
+			}
+			return res, failed(nf)
 		}
 		if err != nil {
 			finish(backup, Failure)
 			_ = flush()
-			return res, fmt.Errorf("optim: %T: iteration %d: %w", m, k, err)
+			return res, failed(fmt.Errorf("optim: %T: iteration %d: %w", m, k, err))
 		}
 		st.Iter++
 		res.HypergradNorm = it.HypergradNorm
@@ -270,6 +359,14 @@ func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 		if evalEvery > 0 && k%evalEvery == 0 {
 			prev := st.Upper
 			st.Upper = p.F(st.X, st.Y, s.EvalBatch)
+			if !isFinite(st.Upper) {
+				// x and y are finite, yet f overflowed there: stop as for
+				// any other non-finite oracle output.
+				finish(backup, Failure)
+				_ = flush()
+				nf := &NonFiniteError{Iter: k, Oracle: "F", Index: -1, Value: st.Upper}
+				return res, failed(fmt.Errorf("%w (the monitoring evaluation of f on Settings.EvalBatch after the iteration, not counted in Calls)", nf))
+			}
 			rec.Upper = st.Upper
 			if s.Metrics != nil {
 				rec.Metrics = s.Metrics(st.X, st.Y)
@@ -283,12 +380,25 @@ func run(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 				finish(st, Failure)
 				return res, fmt.Errorf("optim: recorder at iteration %d: %w", k, err)
 			}
+			ck.records++
 		}
 		if s.GradTol > 0 && it.HypergradNorm <= s.GradTol {
 			status = GradientThreshold
 		}
+		if every := s.Checkpoint.Every; every > 0 && st.Iter%every == 0 {
+			if err := ck.save(st); err != nil {
+				finish(st, Failure)
+				return res, fmt.Errorf("optim: checkpoint after iteration %d: %w", k, err)
+			}
+		}
 	}
 	finish(st, status)
+	if ck.saved != st.Iter {
+		if err := ck.save(st); err != nil {
+			res.Status = Failure
+			return res, fmt.Errorf("optim: final checkpoint: %w", err)
+		}
+	}
 	if err := flush(); err != nil {
 		return res, fmt.Errorf("optim: recorder: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -51,8 +52,9 @@ type State struct {
 	rng *rand.Rand // the run's random stream, see Rand
 	pcg *rand.PCG  // rng's source, serialized
 
-	work map[string][]float64
-	run  *runContext
+	work   map[string][]float64
+	run    *runContext
+	resume *resumeInfo // set by ReadCheckpoint, used once by Resume
 }
 
 // Epoch is the state of a shuffled-epoch sampler: a permutation of the
@@ -217,14 +219,17 @@ func (st *State) Batch(p Problem, set DataSet, size int) []int {
 	return b
 }
 
-// stateWire is the encoded form of a State.
+// stateWire is the encoded form of a State. Vecs and Scalars are lists
+// sorted by name, not gob maps: gob sizes a map by the count the input
+// claims, so 20 crafted bytes could make the decoder allocate gigabytes,
+// while lists grow only with the input actually read.
 type stateWire struct {
 	Version                int
 	X, Y, V                []float64
 	Iter                   int
 	XOpt, YOpt             OptState
-	Vecs                   map[string][]float64
-	Scalars                map[string]float64
+	Vecs                   []namedVec
+	Scalars                []namedScalar
 	LowerEpoch, UpperEpoch Epoch
 	Calls                  Calls
 	Elapsed                time.Duration
@@ -232,7 +237,18 @@ type stateWire struct {
 	PCG                    []byte
 }
 
-const stateVersion = 1
+type namedVec struct {
+	Name string
+	V    []float64
+}
+
+type namedScalar struct {
+	Name string
+	V    float64
+}
+
+// stateVersion 2 replaced version 1's maps by lists.
+const stateVersion = 2
 
 // MarshalBinary encodes the State (gob), including the PCG state of Rand.
 // Floats are stored as their bits, so decoding gives back the same numbers.
@@ -245,10 +261,15 @@ func (st *State) MarshalBinary() ([]byte, error) {
 		Version: stateVersion,
 		X:       st.X, Y: st.Y, V: st.V, Iter: st.Iter,
 		XOpt: st.XOpt, YOpt: st.YOpt,
-		Vecs: st.Vecs, Scalars: st.Scalars,
 		LowerEpoch: st.LowerEpoch, UpperEpoch: st.UpperEpoch,
 		Calls: st.Calls, Elapsed: st.Elapsed, Upper: st.Upper,
 		PCG: pcg,
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Vecs)) {
+		w.Vecs = append(w.Vecs, namedVec{k, st.Vecs[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(st.Scalars)) {
+		w.Scalars = append(w.Scalars, namedScalar{k, st.Scalars[k]})
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&w); err != nil {
@@ -270,16 +291,24 @@ func (st *State) UnmarshalBinary(data []byte) error {
 	if err := pcg.UnmarshalBinary(w.PCG); err != nil {
 		return fmt.Errorf("optim: decoding State: random stream: %w", err)
 	}
-	if w.Vecs == nil {
-		w.Vecs = map[string][]float64{}
+	vecs := make(map[string][]float64, len(w.Vecs))
+	for _, v := range w.Vecs {
+		if _, dup := vecs[v.Name]; dup {
+			return fmt.Errorf("optim: decoding State: vector %q appears twice", v.Name)
+		}
+		vecs[v.Name] = v.V
 	}
-	if w.Scalars == nil {
-		w.Scalars = map[string]float64{}
+	scalars := make(map[string]float64, len(w.Scalars))
+	for _, v := range w.Scalars {
+		if _, dup := scalars[v.Name]; dup {
+			return fmt.Errorf("optim: decoding State: scalar %q appears twice", v.Name)
+		}
+		scalars[v.Name] = v.V
 	}
 	*st = State{
 		X: w.X, Y: w.Y, V: w.V, Iter: w.Iter,
 		XOpt: w.XOpt, YOpt: w.YOpt,
-		Vecs: w.Vecs, Scalars: w.Scalars,
+		Vecs: vecs, Scalars: scalars,
 		LowerEpoch: w.LowerEpoch, UpperEpoch: w.UpperEpoch,
 		Calls: w.Calls, Elapsed: w.Elapsed, Upper: w.Upper,
 		rng: rand.New(pcg), pcg: pcg,

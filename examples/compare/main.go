@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -52,6 +53,7 @@ type config struct {
 	trunc      int
 	seed       uint64
 	out        string
+	quiet      bool
 }
 
 func main() {
@@ -70,6 +72,7 @@ func main() {
 	flag.IntVar(&c.trunc, "K", 10, "truncated ITD: back-propagate through the last K steps only")
 	seed := flag.Uint64("seed", 1, "random seed (data subset, label corruption, the point x)")
 	flag.StringVar(&c.out, "out", "out/compare", "folder for CSV, JSON and PNG output")
+	flag.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: compare [flags]\n\nCompares AID and ITD hypergradients with the exact one.\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -156,6 +159,9 @@ func run(c config) (map[string]any, error) {
 	result := map[string]any{}
 	total := len(c.models) * (3*len(c.ns) + 3*len(c.ts) + 1)
 	bar := report.NewProgress("compare", total+2*len(c.memTs))
+	if c.quiet {
+		bar.W = io.Discard
+	}
 	for mi, name := range c.models {
 		p, x, err := buildModel(name, tr, va, c)
 		if err != nil {
@@ -430,12 +436,15 @@ func (e *experiment) compare(c config, bar *report.Progress) ([]row, error) {
 }
 
 // heapGrowth returns the growth of the live heap, after collections,
-// across a call of f.
+// across a call of f. Two collections each time empty the sync.Pool caches
+// (graph keeps scratch for matrix products there), which survive one.
 func heapGrowth(f func()) int64 {
 	var a, b runtime.MemStats
 	runtime.GC()
+	runtime.GC()
 	runtime.ReadMemStats(&a)
 	f()
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&b)
 	return int64(b.HeapAlloc) - int64(a.HeapAlloc)

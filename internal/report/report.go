@@ -43,6 +43,9 @@ func NewProgress(label string, total int) *Progress {
 // Step advances the bar by one step and sets its status text; it redraws
 // at most ten times a second, and always on the last step.
 func (p *Progress) Step(status string) {
+	if p.start.IsZero() { // a Progress made as a literal starts at its first step
+		p.start = time.Now()
+	}
 	p.done++
 	p.status = status
 	if now := time.Now(); p.done >= p.Total || now.Sub(p.last) > 100*time.Millisecond {
