@@ -38,7 +38,6 @@ var required = []string{"out", "quiet"}
 var pending = map[string]string{
 	"-p type": "hypercleaning's -p (corruption probabilities, a list) and nbo's -p (feature count) share a name; " +
 		"compare calls the corruption probability -corrupt: rename hypercleaning's to -corrupt",
-	"solvers -quiet": "solvers has a progress bar but no -quiet to turn it off: add it as compare does",
 }
 
 // flagLine matches the first line of a flag in flag.PrintDefaults output:

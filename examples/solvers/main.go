@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -45,6 +46,7 @@ type config struct {
 	train    int
 	seed     uint64
 	out      string
+	quiet    bool
 }
 
 func main() {
@@ -57,6 +59,7 @@ func main() {
 	flag.IntVar(&c.train, "train", 500, "hyper-cleaning: training samples (the lower level); as many validation samples")
 	seed := flag.Uint64("seed", 1, "random seed (problem generation and minibatches)")
 	flag.StringVar(&c.out, "out", "out/solvers", "folder for CSV, JSON and PNG output")
+	flag.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: solvers [flags]\n\nRuns bilevel methods side by side on problems with a known answer.\n\nFlags:\n")
 		flag.PrintDefaults()
@@ -208,6 +211,9 @@ func run(c config) (map[string]any, error) {
 	var all []outcome
 	result := map[string]any{}
 	bar := report.NewProgress("solvers", len(c.problems)*len(c.methods))
+	if c.quiet {
+		bar.W = io.Discard
+	}
 	for _, name := range c.problems {
 		in, err := newInstance(name, c)
 		if err != nil {
