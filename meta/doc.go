@@ -1,0 +1,62 @@
+// Package meta trains a shared embedding for few-shot classification as a
+// bilevel problem, with the meta-gradients of paper 003 (Ji, Yang, Liang
+// 2021, §5 and App. A): ITD-BiO, AID-BiO with constant or increasing inner
+// steps, and the ANIL baseline, plus the training and evaluation loops
+// around them.
+//
+// Each task i has a support set S_i and a query set Q_i of N-way K-shot
+// classification. The outer variable φ is the backbone of models.CNN, the
+// inner variable w = (W, b) a linear head per task:
+//
+//	min over φ of Φ(φ) = (1/B) Σ_i f_i(φ, w_i*(φ)),   w_i*(φ) = argmin_w g_i(φ, w),
+//	g_i = CE on S_i + (λ/2)‖w‖²,   f_i = CE on Q_i,
+//
+// averaged over a batch of B tasks per meta-iteration and optimized by
+// Adam. The meta-gradient of one task, with y_t the head after t steps
+// y_{t+1} = y_t − α∇w g_i(φ, y_t) from y_0 = 0:
+//
+//   - ITD-BiO differentiates f_i(φ, y_T(φ)) through the T steps by a
+//     reverse sweep over the stored heads: a_T = ∇w f,
+//     d = ∇φ f − α Σ_t ∇φ∇w g(y_t)·a_{t+1}, a_t = a_{t+1} − α∇ww g(y_t)·a_{t+1}
+//     (paper 003, Prop. 2);
+//   - AID-BiO solves ∇ww g(y_D)·v = ∇w f(y_D) by N steps of CG and returns
+//     ∇φ f − ∇φ∇w g(y_D)·v (eq. 3), with D constant or, for the increasing
+//     variant, D_k = ⌈c(k+1)^{1/4}⌉ at meta-iteration k;
+//   - ANIL (Raghu et al. 2020) learns the head's initialization w_0 as well:
+//     the head is adapted by T steps of gradient descent on the support
+//     cross-entropy alone (λ = 0) from w_0, and the meta-gradient flows
+//     through the steps. Full ANIL (the default) is the ITD sweep above,
+//     whose last adjoint a_0 is the gradient for w_0; first-order ANIL
+//     (Settings.FirstOrder) takes ∇φ f and ∇w f at y_T.
+//
+// The second-order products involve only the head, but ∇φ∇w g·v and ∇φ f
+// back-propagate through the whole CNN. Two computations are offered
+// (Settings.Backprop): Direct evaluates the oracles of models.CNN at a
+// fixed φ (graph.Problem.FixX), so the backbone's forward pass is computed
+// once per task and each mixed product back-propagates through the CNN;
+// Features (the default) applies the chain rule at the features
+// F = h_φ(X): the sweeps run on models.CNNHead with F as the outer
+// variable, and the resulting adjoint of F is pulled back through the
+// backbone once per image set by models.CNNEmbedding. Both give the same
+// meta-gradient to rounding (see the tests); Features runs the backbone
+// once forward and once backward per set whatever T, as reverse-mode
+// frameworks do by accumulating the features' adjoint, while Direct pays
+// one backward pass per inner step for ITD and ANIL.
+//
+// Batch normalization is in training mode on each image set (support,
+// query), at meta-training and at meta-test time alike. Evaluation fits
+// each test task's head by the method's own inner loop (T steps from 0,
+// or from w_0 for ANIL) and reports the query accuracy, averaged over
+// tasks, with a 95% confidence interval 1.96·sd/√n.
+//
+// Pretrainer trains the backbone by plain classification of the rotated
+// meta-train classes, the reference baseline with a head fit per test
+// task on top of it; the random-backbone baseline evaluates φ at
+// initialization.
+//
+// Tasks are drawn by Tasks, which regenerates task i from (Seed, i) alone:
+// a run resumed from a checkpoint at iteration k draws the same tasks as
+// an uninterrupted one. Learner and Pretrainer keep their state (iteration,
+// parameters, Adam moments) in a State, which WriteCheckpoint saves
+// atomically with a checksum.
+package meta

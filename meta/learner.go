@@ -1,0 +1,445 @@
+package meta
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/optim"
+	G "gorgonia.org/gorgonia"
+)
+
+// Method selects the meta-gradient.
+type Method int
+
+const (
+	ITD  Method = iota // ITD-BiO: the reverse sweep through the T inner steps
+	AID                // AID-BiO: CG on the head's Hessian at y_D, one mixed product
+	ANIL               // ANIL: learned head initialization, inner loss without penalty
+)
+
+var methodNames = []string{"itd", "aid", "anil"}
+
+func (m Method) String() string {
+	if m >= 0 && int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return fmt.Sprintf("Method(%d)", int(m))
+}
+
+// ParseMethod returns the method named s (itd, aid or anil).
+func ParseMethod(s string) (Method, error) {
+	for i, n := range methodNames {
+		if strings.EqualFold(s, n) {
+			return Method(i), nil
+		}
+	}
+	return 0, fmt.Errorf("meta: unknown method %q (want itd, aid or anil)", s)
+}
+
+// Backprop selects how derivatives through the backbone are computed; see
+// the package comment. Both give the same meta-gradient.
+type Backprop int
+
+const (
+	// Features runs the sweeps on the head with the features as outer
+	// variable, then pulls the features' adjoint back through the backbone
+	// once per image set.
+	Features Backprop = iota
+	// Direct evaluates models.CNN's oracles at a fixed φ: each mixed
+	// product ∇φ∇w g·v back-propagates through the whole backbone.
+	Direct
+)
+
+// Settings configures a Learner. Zero values mean the defaults.
+type Settings struct {
+	// Method is the meta-gradient (default ITD).
+	Method Method
+	// Steps is the number of inner gradient steps: T for ITD and ANIL, D
+	// for AID (default 10; ANIL 5, the paper's setting).
+	Steps int
+	// Growth, when positive, makes AID's inner steps increase with the
+	// meta-iteration k as D_k = ⌈Growth·(k+1)^{1/4}⌉ (AID-BiO-increasing);
+	// Steps is then ignored.
+	Growth float64
+	// Alpha is the inner step size α (default 0.1).
+	Alpha float64
+	// CGSteps is AID's number N of CG steps (default 10); CG stops earlier
+	// once its relative residual falls below 1e-10.
+	CGSteps int
+	// FirstOrder makes ANIL first-order (default: full, through the steps).
+	FirstOrder bool
+	// TaskBatch is the number of tasks per meta-iteration (default 4).
+	TaskBatch int
+	// Outer is the outer optimizer, Adam (its zero value: LR 1e-3).
+	Outer optim.Adam
+	// Workers is the number of tasks processed in parallel (default
+	// GOMAXPROCS); each worker compiles its own problems.
+	Workers int
+	// Backprop selects the computation through the backbone (default
+	// Features).
+	Backprop Backprop
+	// EvalSteps is the number of inner steps used to fit a head at
+	// evaluation (default: the training steps of the current iteration).
+	EvalSteps int
+}
+
+func (s Settings) withDefaults() (Settings, error) {
+	if s.Steps == 0 {
+		s.Steps = 10
+		if s.Method == ANIL {
+			s.Steps = 5
+		}
+	}
+	if s.Alpha == 0 {
+		s.Alpha = 0.1
+	}
+	if s.CGSteps == 0 {
+		s.CGSteps = 10
+	}
+	if s.TaskBatch == 0 {
+		s.TaskBatch = 4
+	}
+	switch {
+	case s.Method < ITD || s.Method > ANIL:
+		return s, fmt.Errorf("meta: unknown Method %d", int(s.Method))
+	case s.Steps < 0:
+		return s, fmt.Errorf("meta: Steps = %d; want ≥ 0 inner steps", s.Steps)
+	case s.Growth < 0 || math.IsNaN(s.Growth) || math.IsInf(s.Growth, 1):
+		return s, fmt.Errorf("meta: Growth = %v; want c ≥ 0 (0: constant steps)", s.Growth)
+	case s.Growth > 0 && s.Method != AID:
+		return s, fmt.Errorf("meta: Growth is for AID; %v runs a constant number of steps", s.Method)
+	case !(s.Alpha > 0) || math.IsInf(s.Alpha, 1):
+		return s, fmt.Errorf("meta: Alpha = %v; want a finite inner step size > 0", s.Alpha)
+	case s.CGSteps < 1:
+		return s, fmt.Errorf("meta: CGSteps = %d; want at least one", s.CGSteps)
+	case s.FirstOrder && s.Method != ANIL:
+		return s, fmt.Errorf("meta: FirstOrder is for ANIL")
+	case s.TaskBatch < 1:
+		return s, fmt.Errorf("meta: TaskBatch = %d; want at least one task", s.TaskBatch)
+	case s.Backprop != Features && s.Backprop != Direct:
+		return s, fmt.Errorf("meta: unknown Backprop %d", int(s.Backprop))
+	case s.EvalSteps < 0:
+		return s, fmt.Errorf("meta: EvalSteps = %d; want ≥ 0 (0: the training steps)", s.EvalSteps)
+	}
+	if err := s.Outer.Validate(); err != nil {
+		return s, fmt.Errorf("meta: %w", err)
+	}
+	return s, nil
+}
+
+// State is the part of a Learner or Pretrainer that training changes: the
+// number of iterations done, the parameters and the outer optimizer's
+// memory. It is what a checkpoint must hold, with the task source's seed.
+type State struct {
+	Iter   int
+	Params []float64
+	Opt    optim.OptState
+}
+
+func (s State) clone() State {
+	var c State
+	c.Iter = s.Iter
+	c.Params = append([]float64(nil), s.Params...)
+	c.Opt.T = s.Opt.T
+	if s.Opt.M != nil {
+		c.Opt.M = append([]float64(nil), s.Opt.M...)
+	}
+	if s.Opt.S != nil {
+		c.Opt.S = append([]float64(nil), s.Opt.S...)
+	}
+	return c
+}
+
+// Learner meta-trains the backbone of models.CNN on ways-way tasks with a
+// fixed number of support and query images. Its parameters are φ (the
+// outer vector of models.CNN) followed, for ANIL, by the head
+// initialization w_0 (models.CNN's inner layout).
+type Learner struct {
+	s          Settings
+	cnn        models.CNNSettings
+	ways       int
+	dimX, dimY int
+	features   int
+	st         State
+	workers    []*worker
+	grads      [][]float64
+}
+
+// StepStats reports one meta-iteration.
+type StepStats struct {
+	// Iter is the iteration's index k (from 0), InnerSteps its T or D_k.
+	Iter, InnerSteps int
+	// Loss and Accuracy are the query cross-entropy and accuracy of the
+	// adapted heads, averaged over the batch's tasks.
+	Loss, Accuracy float64
+	// GradNorm is ‖meta-gradient‖₂.
+	GradNorm float64
+	// Seconds is the wall time of the iteration.
+	Seconds float64
+}
+
+// NewLearner returns a learner at the initial backbone of cnn (and, for
+// ANIL, w_0 = 0). ANIL's inner loss is the support cross-entropy alone:
+// cnn.Lambda is replaced by λ = 0 for it.
+func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) {
+	s, err := s.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if s.Method == ANIL {
+		cnn.Lambda = -1
+	}
+	feats, err := models.CNNFeatures(cnn)
+	if err != nil {
+		return nil, err
+	}
+	if ways < 2 {
+		return nil, fmt.Errorf("meta: %d ways; want at least 2", ways)
+	}
+	pr, err := newProbe(1, cnn)
+	if err != nil {
+		return nil, err
+	}
+	l := &Learner{s: s, cnn: cnn, ways: ways, features: feats, dimX: pr.p.DimX(), dimY: feats * ways}
+	if !cnn.NoBias {
+		l.dimY += ways
+	}
+	n := l.dimX
+	if s.Method == ANIL {
+		n += l.dimY
+	}
+	l.st.Params = make([]float64, n)
+	pr.p.X0(l.st.Params[:l.dimX])
+	l.workers = newWorkers(s.Workers, cnn, ways)
+	for _, w := range l.workers {
+		w.cg = implicit.CG{Tol: 1e-10, MaxIter: s.CGSteps}
+	}
+	return l, nil
+}
+
+// Settings returns the settings with the defaults filled in.
+func (l *Learner) Settings() Settings { return l.s }
+
+// DimX returns the length of φ; Params has DimX values, then DimY more for
+// ANIL's head initialization.
+func (l *Learner) DimX() int { return l.dimX }
+
+// DimY returns the length of a head (W, then b).
+func (l *Learner) DimY() int { return l.dimY }
+
+// State returns a copy of the learner's state.
+func (l *Learner) State() State { return l.st.clone() }
+
+// SetState restores a state saved by State (from a checkpoint, say).
+func (l *Learner) SetState(st State) error {
+	if len(st.Params) != len(l.st.Params) {
+		return fmt.Errorf("meta: state with %d parameters for a %v learner with %d", len(st.Params), l.s.Method, len(l.st.Params))
+	}
+	for _, v := range [][]float64{st.Opt.M, st.Opt.S} {
+		if v != nil && len(v) != len(st.Params) {
+			return fmt.Errorf("meta: optimizer state of length %d for %d parameters", len(v), len(st.Params))
+		}
+	}
+	if st.Iter < 0 {
+		return fmt.Errorf("meta: state at iteration %d", st.Iter)
+	}
+	l.st = st.clone()
+	return nil
+}
+
+// Backbone returns φ; it aliases the learner's parameters.
+func (l *Learner) Backbone() []float64 { return l.st.Params[:l.dimX] }
+
+// head0 returns ANIL's w_0, or nil (zero) for the other methods.
+func (l *Learner) head0() []float64 {
+	if l.s.Method == ANIL {
+		return l.st.Params[l.dimX:]
+	}
+	return nil
+}
+
+// InnerSteps returns the number of inner steps at meta-iteration k: T, D,
+// or D_k = ⌈c(k+1)^{1/4}⌉ for AID with Growth c.
+func (l *Learner) InnerSteps(k int) int {
+	if l.s.Growth > 0 {
+		return int(math.Ceil(l.s.Growth * math.Pow(float64(k+1), 0.25)))
+	}
+	return l.s.Steps
+}
+
+// Step runs one meta-iteration on a batch of tasks (TaskBatch of them, or
+// any non-empty batch): the meta-gradient averaged over the tasks, then an
+// Adam step. On error the state is unchanged.
+func (l *Learner) Step(tasks []*data.Task) (StepStats, error) {
+	start := time.Now()
+	grad := make([]float64, len(l.st.Params))
+	st, err := l.MetaGradient(grad, tasks)
+	if err != nil {
+		return st, err
+	}
+	l.s.Outer.Step(&l.st.Opt, l.st.Params, grad)
+	l.st.Iter++
+	st.Seconds = time.Since(start).Seconds()
+	return st, nil
+}
+
+// MetaGradient writes to dst (the length of the parameters) the
+// meta-gradient at the current parameters and iteration, averaged over the
+// tasks, without changing the state.
+func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, error) {
+	start := time.Now()
+	if len(dst) != len(l.st.Params) {
+		panic(fmt.Sprintf("meta: MetaGradient destination of length %d for %d parameters", len(dst), len(l.st.Params)))
+	}
+	if len(tasks) == 0 {
+		return StepStats{}, fmt.Errorf("meta: empty batch of tasks")
+	}
+	k := l.st.Iter
+	steps := l.InnerSteps(k)
+	n := len(tasks)
+	for len(l.grads) < n {
+		l.grads = append(l.grads, nil)
+	}
+	loss, acc := make([]float64, n), make([]float64, n)
+	err := parallel(l.workers, n, func(w *worker, i int) error {
+		l.grads[i] = grow(l.grads[i], len(dst))
+		var err error
+		acc[i], loss[i], err = l.task(w, tasks[i], steps, l.grads[i])
+		if err != nil {
+			return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Method, k, i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return StepStats{Iter: k, InnerSteps: steps}, err
+	}
+	clear(dst)
+	for i := 0; i < n; i++ { // in task order, so the sum does not depend on scheduling
+		for j, v := range l.grads[i] {
+			dst[j] += v
+		}
+	}
+	var norm float64
+	for j := range dst {
+		dst[j] /= float64(n)
+		norm += dst[j] * dst[j]
+	}
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return StepStats{Iter: k, InnerSteps: steps}, fmt.Errorf("meta: %v, iteration %d: %w", l.s.Method, k, ErrNonFinite)
+	}
+	s := summarize(acc, loss)
+	return StepStats{Iter: k, InnerSteps: steps, Loss: s.Loss, Accuracy: s.Mean, GradNorm: math.Sqrt(norm),
+		Seconds: time.Since(start).Seconds()}, nil
+}
+
+// checkTask validates a task against the learner's geometry.
+func (l *Learner) checkTask(t *data.Task) error {
+	side := l.cnn.Side
+	if side == 0 {
+		side = 28
+	}
+	switch {
+	case t.Ways != l.ways:
+		return fmt.Errorf("a %d-way task for a %d-way learner", t.Ways, l.ways)
+	case t.D != side*side:
+		return fmt.Errorf("images of %d pixels; want %d×%d", t.D, side, side)
+	case len(t.SupportY) == 0 || len(t.QueryY) == 0:
+		return fmt.Errorf("a task with %d support and %d query samples", len(t.SupportY), len(t.QueryY))
+	}
+	return nil
+}
+
+// task computes one task's meta-gradient into grad and returns the query
+// accuracy and loss of the adapted head.
+func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc, loss float64, err error) {
+	if err := l.checkTask(t); err != nil {
+		return 0, 0, err
+	}
+	direct := l.s.Backprop == Direct
+	tp, err := w.problems(len(t.SupportY), len(t.QueryY), direct)
+	if err != nil {
+		return 0, 0, err
+	}
+	phi := l.st.Params[:l.dimX]
+	y0 := l.head0()
+	if y0 == nil {
+		w.dy0 = grow(w.dy0, l.dimY)
+		clear(w.dy0)
+		y0 = w.dy0
+	}
+	nsF := tp.ns * l.features
+	if err := tp.pq.features(tp.feats[nsF:], phi, t.QueryX); err != nil {
+		return 0, 0, err
+	}
+	var o Oracles
+	var dx []float64
+	if direct {
+		cm := tp.cm
+		tp.ys = models.OneHot(tp.ys, t.SupportY, l.ways)
+		tp.yq = models.OneHot(tp.yq, t.QueryY, l.ways)
+		for _, d := range []struct {
+			n *G.Node
+			v []float64
+		}{{cm.Support, t.SupportX}, {cm.SupportY, tp.ys}, {cm.Query, t.QueryX}, {cm.QueryY, tp.yq}} {
+			if err := tp.cnn.SetData(d.n, d.v); err != nil {
+				return 0, 0, err
+			}
+		}
+		o = tp.cnn.FixX(phi, nil, nil)
+		dx = grad[:l.dimX]
+	} else {
+		if err := tp.ps.features(tp.feats[:nsF], phi, t.SupportX); err != nil {
+			return 0, 0, err
+		}
+		if err := tp.setLabels(t.SupportY, t.QueryY); err != nil {
+			return 0, 0, err
+		}
+		o = tp.head.FixX(tp.feats, nil, nil)
+		dx = tp.adj
+	}
+	var dy0 []float64
+	if l.s.Method == ANIL {
+		dy0 = grad[l.dimX:]
+	}
+	var yT []float64
+	w.inner.Steps, w.inner.Alpha = steps, l.s.Alpha
+	switch {
+	case l.s.Method == AID:
+		yT, _, err = w.inner.AID(dx, o, y0, &w.cg)
+	case l.s.Method == ANIL && l.s.FirstOrder:
+		yT, err = w.inner.FirstOrder(dx, dy0, o, y0)
+	default:
+		yT, err = w.inner.ITD(dx, dy0, o, y0)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	acc, loss = scoreHead(tp.feats[nsF:], t.QueryY, yT, l.features, l.ways, l.cnn.NoBias)
+	if !direct {
+		// φ's gradient: the features' adjoints pulled back through the
+		// backbone, support set then query set.
+		tp.ps.pullback(grad[:l.dimX], tp.adj[:nsF])
+		tp.pq.pullback(tp.tmp, tp.adj[nsF:])
+		for j, v := range tp.tmp {
+			grad[j] += v
+		}
+	}
+	return acc, loss, nil
+}
+
+// Evaluate fits a head on each of the tasks first, …, first+n−1 of src by
+// the learner's inner loop (EvalSteps, or the training steps of the
+// current iteration, of size Alpha from 0, or from w_0 for ANIL) and
+// returns the query accuracy over the tasks.
+func (l *Learner) Evaluate(src *Tasks, first, n int) (Accuracy, error) {
+	steps := l.s.EvalSteps
+	if steps == 0 {
+		steps = l.InnerSteps(l.st.Iter)
+	}
+	return evaluate(l.workers, l.features, l.ways, l.cnn.NoBias, l.Backbone(), l.head0(), steps, l.s.Alpha, src, first, n)
+}

@@ -1,0 +1,241 @@
+package meta
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/optim"
+)
+
+// PretrainSettings configures a Pretrainer. Zero values mean the defaults.
+type PretrainSettings struct {
+	// Batch is the number of images per step (default 64), split evenly
+	// between the workers; batch normalization uses each worker's share.
+	Batch int
+	// Outer is the optimizer, Adam (its zero value: LR 1e-3).
+	Outer optim.Adam
+	// Workers is the number of goroutines (default GOMAXPROCS).
+	Workers int
+	// Seed draws the minibatches: step k's batch depends on (Seed, k) only.
+	Seed uint64
+}
+
+// Pretrainer trains the backbone of models.CNN by plain classification of
+// the 4·len(base) rotated classes of base classes of a data set (image i
+// of base class base[b] turned by q quarter turns is class 4b + q), with a
+// linear head on the features and Adam on the mean cross-entropy of each
+// minibatch: the pre-trained reference baseline of few-shot learning. Its
+// parameters are φ (models.CNN's outer vector), then the head W
+// (features × classes) and b (classes).
+type Pretrainer struct {
+	s        PretrainSettings
+	cnn      models.CNNSettings
+	ds       *data.Dataset
+	base     []int
+	byBase   [][]int
+	classes  int
+	features int
+	dimX     int
+	st       State
+	workers  []*pretrainWorker
+}
+
+type pretrainWorker struct {
+	n        int
+	pr       *probe
+	head     *headProblem
+	images   []float64
+	labels   []int
+	feats    []float64
+	gradHead []float64
+	gradFeat []float64
+	gradPhi  []float64
+}
+
+// NewPretrainer returns a pretrainer at the initial backbone of cnn and a
+// zero head.
+func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s PretrainSettings) (*Pretrainer, error) {
+	if s.Batch == 0 {
+		s.Batch = 64
+	}
+	if err := s.Outer.Validate(); err != nil {
+		return nil, fmt.Errorf("meta: %w", err)
+	}
+	side := cnn.Side
+	if side == 0 {
+		side = 28
+	}
+	if ds.Height != side || ds.Width != side {
+		return nil, fmt.Errorf("meta: Pretrainer: images of %d×%d pixels; the backbone takes %d×%d", ds.Height, ds.Width, side, side)
+	}
+	feats, err := models.CNNFeatures(cnn)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pretrainer{s: s, cnn: cnn, ds: ds, base: append([]int(nil), base...), classes: 4 * len(base), features: feats}
+	if len(base) == 0 {
+		return nil, fmt.Errorf("meta: Pretrainer: no base classes")
+	}
+	pos := map[int]int{}
+	for k, b := range base {
+		if b < 0 || b >= ds.Classes {
+			return nil, fmt.Errorf("meta: Pretrainer: base class %d outside [0, %d)", b, ds.Classes)
+		}
+		pos[b] = k
+	}
+	p.byBase = make([][]int, len(base))
+	for i, l := range ds.Labels {
+		if k, ok := pos[l]; ok {
+			p.byBase[k] = append(p.byBase[k], i)
+		}
+	}
+	for k, m := range p.byBase {
+		if len(m) == 0 {
+			return nil, fmt.Errorf("meta: Pretrainer: base class %d has no images", base[k])
+		}
+	}
+	nw := s.Workers
+	if nw <= 0 {
+		nw = runtime.GOMAXPROCS(0)
+	}
+	nw = min(nw, s.Batch)
+	if s.Batch < 2*nw {
+		nw = max(1, s.Batch/2) // batch normalization needs two images per share
+	}
+	if s.Batch < 2 {
+		return nil, fmt.Errorf("meta: Pretrainer: Batch = %d; want at least 2 images", s.Batch)
+	}
+	for i := 0; i < nw; i++ {
+		n := s.Batch/nw + b2i(i < s.Batch%nw)
+		pr, err := newProbe(n, cnn)
+		if err != nil {
+			return nil, err
+		}
+		w := &pretrainWorker{n: n, pr: pr, images: make([]float64, n*side*side), labels: make([]int, n),
+			feats: make([]float64, 2*n*feats), gradFeat: make([]float64, 2*n*feats), gradPhi: make([]float64, pr.p.DimX())}
+		if w.head, err = newHead(n, n, p.classes, cnn); err != nil {
+			return nil, err
+		}
+		w.gradHead = make([]float64, w.head.head.DimY())
+		p.workers = append(p.workers, w)
+		p.dimX = pr.p.DimX()
+	}
+	p.st.Params = make([]float64, p.dimX+p.workers[0].head.head.DimY())
+	p.workers[0].pr.p.X0(p.st.Params[:p.dimX])
+	return p, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Classes returns the number of rotated classes.
+func (p *Pretrainer) Classes() int { return p.classes }
+
+// Backbone returns φ; it aliases the pretrainer's parameters.
+func (p *Pretrainer) Backbone() []float64 { return p.st.Params[:p.dimX] }
+
+// State returns a copy of the pretrainer's state.
+func (p *Pretrainer) State() State { return p.st.clone() }
+
+// SetState restores a state saved by State.
+func (p *Pretrainer) SetState(st State) error {
+	if len(st.Params) != len(p.st.Params) {
+		return fmt.Errorf("meta: pretrainer state with %d parameters; want %d", len(st.Params), len(p.st.Params))
+	}
+	for _, v := range [][]float64{st.Opt.M, st.Opt.S} {
+		if v != nil && len(v) != len(st.Params) {
+			return fmt.Errorf("meta: optimizer state of length %d for %d parameters", len(v), len(st.Params))
+		}
+	}
+	p.st = st.clone()
+	return nil
+}
+
+// Step runs one step of Adam on a minibatch drawn from (Seed, iteration)
+// and reports its mean loss and accuracy before the step.
+func (p *Pretrainer) Step() (StepStats, error) {
+	start := time.Now()
+	k := p.st.Iter
+	rng := rand.New(rand.NewPCG(taskSeed(p.s.Seed, uint64(k)), 0x9e7a))
+	d := p.ds.D
+	side := p.ds.Height
+	for _, w := range p.workers {
+		for i := 0; i < w.n; i++ {
+			b, q := rng.IntN(len(p.base)), rng.IntN(4)
+			img := p.byBase[b][rng.IntN(len(p.byBase[b]))]
+			data.Rotate(w.images[i*d:(i+1)*d], p.ds.Row(img), side, q)
+			w.labels[i] = 4*b + q
+		}
+	}
+	phi, head := p.st.Params[:p.dimX], p.st.Params[p.dimX:]
+	accs, losses := make([]float64, len(p.workers)), make([]float64, len(p.workers))
+	errs := make([]error, len(p.workers))
+	done := make(chan int)
+	for i, w := range p.workers {
+		go func() {
+			errs[i] = safely(func() error {
+				var err error
+				accs[i], losses[i], err = w.step(phi, head, p.classes, p.features, p.cnn.NoBias)
+				return err
+			})
+			done <- i
+		}()
+	}
+	for range p.workers {
+		<-done
+	}
+	for _, err := range errs {
+		if err != nil {
+			return StepStats{Iter: k}, fmt.Errorf("meta: pretraining step %d: %w", k, err)
+		}
+	}
+	// The batch mean: each share's mean weighted by its size.
+	grad := make([]float64, len(p.st.Params))
+	var acc, loss, norm float64
+	for i, w := range p.workers {
+		c := float64(w.n) / float64(p.s.Batch)
+		for j, v := range w.gradPhi {
+			grad[j] += c * v
+		}
+		for j, v := range w.gradHead {
+			grad[p.dimX+j] += c * v
+		}
+		acc += c * accs[i]
+		loss += c * losses[i]
+	}
+	for _, v := range grad {
+		norm += v * v
+	}
+	if !finite(grad) {
+		return StepStats{Iter: k}, fmt.Errorf("meta: pretraining step %d: %w", k, ErrNonFinite)
+	}
+	p.s.Outer.Step(&p.st.Opt, p.st.Params, grad)
+	p.st.Iter++
+	return StepStats{Iter: k, Loss: loss, Accuracy: acc, GradNorm: math.Sqrt(norm), Seconds: time.Since(start).Seconds()}, nil
+}
+
+// step computes the gradient of the share's mean cross-entropy in φ and in
+// the head, and its accuracy and loss.
+func (w *pretrainWorker) step(phi, head []float64, classes, features int, noBias bool) (acc, loss float64, err error) {
+	nf := w.n * features
+	if err := w.pr.features(w.feats[nf:], phi, w.images); err != nil {
+		return 0, 0, err
+	}
+	copy(w.feats[:nf], w.feats[nf:]) // the head problem's support set is unused
+	if err := w.head.setLabels(w.labels, w.labels); err != nil {
+		return 0, 0, err
+	}
+	w.head.head.GradF(w.gradFeat, w.gradHead, w.feats, head, nil)
+	w.pr.pullback(w.gradPhi, w.gradFeat[nf:])
+	acc, loss = scoreHead(w.feats[nf:], w.labels, head, features, classes, noBias)
+	return acc, loss, nil
+}

@@ -1,0 +1,207 @@
+package meta
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/models"
+)
+
+// probe reads features of a fixed number of images through a compiled
+// models.CNNEmbedding, and pulls adjoints of the features back to φ.
+type probe struct {
+	p      *graph.Problem
+	m      *models.CNNEmbeddingModel
+	n      int
+	zeroE  []float64
+	fixed  *graph.FixedX
+	images []float64
+}
+
+func newProbe(n int, s models.CNNSettings) (*probe, error) {
+	side := s.Side
+	if side == 0 {
+		side = 28
+	}
+	m, err := models.CNNEmbedding(models.Data{X: make([]float64, n*side*side), N: n, D: side * side}, s)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.Compile()
+	if err != nil {
+		return nil, err
+	}
+	return &probe{p: p, m: m, n: n, zeroE: make([]float64, p.DimY())}, nil
+}
+
+// features writes h_φ(images) (n × features) to dst and keeps φ fixed for
+// a following pullback.
+func (pr *probe) features(dst, phi, images []float64) error {
+	if err := pr.p.SetData(pr.m.Images, images); err != nil {
+		return err
+	}
+	pr.fixed = pr.p.FixX(phi, nil, nil)
+	pr.fixed.GradF(nil, dst, pr.zeroE)
+	return nil
+}
+
+// pullback writes J_φ(h_φ(images))ᵀ·adj to dst, at the φ and images of
+// the last features call.
+func (pr *probe) pullback(dst, adj []float64) { pr.fixed.GradF(dst, nil, adj) }
+
+// headProblem is a compiled models.CNNHead with its label buffers.
+type headProblem struct {
+	head   *graph.Problem
+	hm     *models.CNNHeadModel
+	ways   int
+	ys, yq []float64 // one-hot labels
+}
+
+func newHead(ns, nq, ways int, cnn models.CNNSettings) (*headProblem, error) {
+	feats, err := models.CNNFeatures(cnn)
+	if err != nil {
+		return nil, err
+	}
+	hm, err := models.CNNHead(make([]int, ns), make([]int, nq), ways, feats, cnn)
+	if err != nil {
+		return nil, err
+	}
+	p, err := hm.Compile()
+	if err != nil {
+		return nil, err
+	}
+	return &headProblem{head: p, hm: hm, ways: ways}, nil
+}
+
+// setLabels stores the one-hot labels of a task in the head problem.
+func (h *headProblem) setLabels(support, query []int) error {
+	h.ys = models.OneHot(h.ys, support, h.ways)
+	h.yq = models.OneHot(h.yq, query, h.ways)
+	if err := h.head.SetData(h.hm.Ys, h.ys); err != nil {
+		return err
+	}
+	return h.head.SetData(h.hm.Yq, h.yq)
+}
+
+// taskProblems are the compiled problems of one task size.
+type taskProblems struct {
+	*headProblem
+	ns, nq   int
+	ps, pq   *probe
+	cnn      *graph.Problem // Direct only, compiled on first use
+	cm       *models.CNNModel
+	feats    []float64 // support rows, then query rows
+	adj, tmp []float64
+}
+
+// worker holds what one goroutine needs to process tasks: compiled
+// problems per task size (graph.Problem is not safe for concurrent use)
+// and the inner-loop scratch.
+type worker struct {
+	cnn   models.CNNSettings
+	ways  int
+	sets  map[[2]int]*taskProblems
+	inner Inner
+	cg    implicit.CG
+	dy0   []float64
+	task  data.Task
+}
+
+func newWorkers(n int, cnn models.CNNSettings, ways int) []*worker {
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	ws := make([]*worker, n)
+	for i := range ws {
+		ws[i] = &worker{cnn: cnn, ways: ways, sets: map[[2]int]*taskProblems{}}
+	}
+	return ws
+}
+
+// problems returns the compiled problems for tasks of ns support and nq
+// query images, compiling them on first use.
+func (w *worker) problems(ns, nq int, direct bool) (*taskProblems, error) {
+	key := [2]int{ns, nq}
+	tp, ok := w.sets[key]
+	if !ok {
+		feats, err := models.CNNFeatures(w.cnn)
+		if err != nil {
+			return nil, err
+		}
+		tp = &taskProblems{ns: ns, nq: nq}
+		if tp.ps, err = newProbe(ns, w.cnn); err != nil {
+			return nil, err
+		}
+		if tp.pq, err = newProbe(nq, w.cnn); err != nil {
+			return nil, err
+		}
+		if tp.headProblem, err = newHead(ns, nq, w.ways, w.cnn); err != nil {
+			return nil, err
+		}
+		tp.feats = make([]float64, (ns+nq)*feats)
+		tp.adj = make([]float64, (ns+nq)*feats)
+		tp.tmp = make([]float64, tp.ps.p.DimX())
+		w.sets[key] = tp
+	}
+	if direct && tp.cnn == nil {
+		side := w.cnn.Side
+		if side == 0 {
+			side = 28
+		}
+		d := side * side
+		cm, err := models.CNN(models.Data{X: make([]float64, ns*d), N: ns, D: d, Labels: make([]int, ns)},
+			models.Data{X: make([]float64, nq*d), N: nq, D: d, Labels: make([]int, nq)}, w.ways, w.cnn)
+		if err != nil {
+			return nil, err
+		}
+		if tp.cnn, err = cm.Compile(); err != nil {
+			return nil, err
+		}
+		tp.cm = cm
+	}
+	return tp, nil
+}
+
+// parallel runs f(w, i) for i = 0, …, n−1 on the workers, one goroutine
+// each, and returns the error of the smallest i that failed.
+func parallel(ws []*worker, n int, f func(w *worker, i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				errs[i] = safely(func() error { return f(w, i) })
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// safely turns a panic of f (a graph/ kernel, say) into an error, so that
+// one worker's failure does not take the program down without a message.
+func safely(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("meta: %v", r)
+		}
+	}()
+	return f()
+}
