@@ -13,7 +13,7 @@ import (
 // (deterministic: the budgets count oracle work, not time) and checks, with
 // margins, what docs/experiments.md reports:
 //
-//   - part multinomial: AID-CG and stocBiO-100 both lower the validation
+//   - part multinomial: AID-CG and STABLE-MF both lower the validation
 //     loss of the classifier retrained with their learned per-pixel
 //     penalties by at least 0.05 below that of the initial penalties
 //     (paper 003's experiment: the hyperparameters themselves improve,
@@ -27,7 +27,7 @@ func TestQuick(t *testing.T) {
 	}
 	out := t.TempDir()
 	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{
-		"-methods", "stocbio100,aid", "-quiet", "-out", out})
+		"-methods", "aid,stablemf", "-quiet", "-out", out})
 	if err != nil {
 		t.Fatal(err)
 	}

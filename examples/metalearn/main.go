@@ -83,6 +83,7 @@ type config struct {
 	Workers              int
 	Quiet                bool
 	Baselines            bool
+	PlotCPU              bool
 }
 
 // modes holds the values of the flags that differ between modes.
@@ -147,6 +148,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.Resume, "resume", false, "continue each run from its checkpoint in -out/checkpoints (runs without one start afresh; finished runs are not redone)")
 	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "tasks processed in parallel")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bars")
+	fs.BoolVar(&c.PlotCPU, "plot-cpu", false, "plot accuracy against training CPU time instead of wall time (fairer on a machine shared with other jobs)")
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the random and pre-trained baselines (false: the methods only, for tuning)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: metalearn [flags]\n\nMeta-trains a CNN backbone for few-shot classification with ITD-BiO, AID-BiO and ANIL\nand compares them with a random and a pre-trained backbone on the meta-test classes.\n\nFlags:\n")
@@ -246,12 +248,14 @@ type trainRow struct {
 	Loss, Accuracy    float64 // batch means
 	GradNorm, IterSec float64
 	CPUSec            float64 // CPU time of the process during the iteration, all threads
+	CPUSeconds        float64 // training CPU time at the end of the iteration
 }
 
 type curveRow struct {
 	Setting, Method string
 	Iter            int
 	Seconds         float64 // training time at the evaluation
+	CPUSeconds      float64 // training CPU time at the evaluation
 	Accuracy, CI95  float64
 }
 
@@ -268,12 +272,13 @@ type resultRow struct {
 // runCheckpoint is the checkpoint of one training run: everything needed
 // to continue it and to redo its outputs.
 type runCheckpoint struct {
-	Key     string // setting, method and every setting that shapes the run
-	State   meta.State
-	Seconds float64
-	Train   []trainRow
-	Curve   []curveRow
-	Final   *resultRow
+	Key        string // setting, method and every setting that shapes the run
+	State      meta.State
+	Seconds    float64 // training wall time so far
+	CPUSeconds float64 // training CPU time so far
+	Train      []trainRow
+	Curve      []curveRow
+	Final      *resultRow
 }
 
 // experiment is one N-way K-shot setting.
@@ -576,7 +581,7 @@ func (e *experiment) trainMethod(method string) error {
 			return err
 		}
 		ck.Curve = append(ck.Curve, curveRow{Setting: e.name, Method: method, Iter: l.State().Iter, Seconds: ck.Seconds,
-			Accuracy: acc.Mean, CI95: acc.CI95})
+			CPUSeconds: ck.CPUSeconds, Accuracy: acc.Mean, CI95: acc.CI95})
 		lastTest = fmt.Sprintf(", meta-test %.1f%%", 100*acc.Mean)
 		return nil
 	}
@@ -602,9 +607,10 @@ func (e *experiment) trainMethod(method string) error {
 		}
 		cpu := cpuSeconds() - cpu0
 		ck.Seconds += st.Seconds
+		ck.CPUSeconds += cpu
 		accs = append(accs, st.Accuracy)
 		ck.Train = append(ck.Train, trainRow{Setting: e.name, Method: method, Iter: k, InnerSteps: st.InnerSteps, Seconds: ck.Seconds,
-			Loss: st.Loss, Accuracy: st.Accuracy, GradNorm: st.GradNorm, IterSec: st.Seconds, CPUSec: cpu})
+			Loss: st.Loss, Accuracy: st.Accuracy, GradNorm: st.GradNorm, IterSec: st.Seconds, CPUSec: cpu, CPUSeconds: ck.CPUSeconds})
 		if (k+1)%c.EvalEvery == 0 || k+1 == c.Iters {
 			if err := evalCurve(); err != nil {
 				return err
@@ -672,16 +678,16 @@ func cpuSeconds() float64 {
 }
 
 func write(path func(string) string, c config, all []*experiment) error {
-	tl := report.Table{Columns: []string{"setting", "method", "iter", "inner_steps", "seconds", "loss", "accuracy", "grad_norm", "iter_seconds", "iter_cpu_seconds"}}
-	cv := report.Table{Columns: []string{"setting", "method", "iter", "seconds", "accuracy", "ci95"}}
+	tl := report.Table{Columns: []string{"setting", "method", "iter", "inner_steps", "seconds", "cpu_seconds", "loss", "accuracy", "grad_norm", "iter_seconds", "iter_cpu_seconds"}}
+	cv := report.Table{Columns: []string{"setting", "method", "iter", "seconds", "cpu_seconds", "accuracy", "ci95"}}
 	rs := report.Table{Columns: []string{"setting", "method", "accuracy", "ci95", "tasks", "iters", "train_seconds", "sec_per_iter", "cpu_sec_per_iter", "note"}}
 	var results []resultRow
 	for _, e := range all {
 		for _, r := range e.trainLog {
-			tl.Add(r.Setting, r.Method, r.Iter, r.InnerSteps, r.Seconds, r.Loss, r.Accuracy, r.GradNorm, r.IterSec, r.CPUSec)
+			tl.Add(r.Setting, r.Method, r.Iter, r.InnerSteps, r.Seconds, r.CPUSeconds, r.Loss, r.Accuracy, r.GradNorm, r.IterSec, r.CPUSec)
 		}
 		for _, r := range e.curve {
-			cv.Add(r.Setting, r.Method, r.Iter, r.Seconds, r.Accuracy, r.CI95)
+			cv.Add(r.Setting, r.Method, r.Iter, r.Seconds, r.CPUSeconds, r.Accuracy, r.CI95)
 		}
 		for _, r := range e.results {
 			rs.Add(r.Setting, r.Method, r.Accuracy, r.CI95, r.Tasks, r.Iters, r.TrainSeconds, r.SecPerIter, r.CPUPerIter, r.Note)
@@ -701,25 +707,32 @@ func write(path func(string) string, c config, all []*experiment) error {
 
 // plots draws, for the experiment, the meta-train accuracy (running mean
 // over 20 iterations) and the meta-test accuracy of every method against
-// training time, the baselines as flat lines on the second.
+// training time (wall, or CPU with -plot-cpu), the baselines as flat lines
+// on the second.
 func (e *experiment) plots(path func(string) string) error {
 	var train, test []report.Series
 	tmax := 1.0
+	xlabel := "training seconds (wall)"
+	tt, tc := func(r trainRow) float64 { return r.Seconds }, func(r curveRow) float64 { return r.Seconds }
+	if e.c.PlotCPU {
+		xlabel = "training CPU seconds"
+		tt, tc = func(r trainRow) float64 { return r.CPUSeconds }, func(r curveRow) float64 { return r.CPUSeconds }
+	}
 	for _, m := range e.c.Methods {
 		s := report.Series{Name: m}
 		var accs []float64
 		for _, r := range e.trainLog {
 			if r.Method == m {
 				accs = append(accs, r.Accuracy)
-				s.X, s.Y = append(s.X, r.Seconds), append(s.Y, runningMean(accs, 20))
-				tmax = math.Max(tmax, r.Seconds)
+				s.X, s.Y = append(s.X, tt(r)), append(s.Y, runningMean(accs, 20))
+				tmax = math.Max(tmax, tt(r))
 			}
 		}
 		train = append(train, s)
 		s = report.Series{Name: m}
 		for _, r := range e.curve {
 			if r.Method == m {
-				s.X, s.Y = append(s.X, r.Seconds), append(s.Y, r.Accuracy)
+				s.X, s.Y = append(s.X, tc(r)), append(s.Y, r.Accuracy)
 			}
 		}
 		test = append(test, s)
@@ -730,9 +743,9 @@ func (e *experiment) plots(path func(string) string) error {
 		}
 	}
 	if err := report.LinePlot(path("train_accuracy_"+e.name+".png"), e.name+": meta-train accuracy (running mean of 20 batches)",
-		"training seconds", "query accuracy", false, train...); err != nil {
+		xlabel, "query accuracy", false, train...); err != nil {
 		return err
 	}
 	return report.LinePlot(path("test_accuracy_"+e.name+".png"), fmt.Sprintf("%s: meta-test accuracy (%d tasks; baselines on %d)", e.name, e.c.CurveSize, e.c.EvalTasks),
-		"training seconds", "query accuracy", false, test...)
+		xlabel, "query accuracy", false, test...)
 }
