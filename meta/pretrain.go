@@ -77,14 +77,17 @@ func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s Pretr
 	if err != nil {
 		return nil, err
 	}
-	p := &Pretrainer{s: s, cnn: cnn, ds: ds, base: append([]int(nil), base...), classes: 4 * len(base), features: feats}
 	if len(base) == 0 {
 		return nil, fmt.Errorf("meta: Pretrainer: no base classes")
 	}
+	p := &Pretrainer{s: s, cnn: cnn, ds: ds, base: append([]int(nil), base...), classes: 4 * len(base), features: feats}
 	pos := map[int]int{}
 	for k, b := range base {
 		if b < 0 || b >= ds.Classes {
 			return nil, fmt.Errorf("meta: Pretrainer: base class %d outside [0, %d)", b, ds.Classes)
+		}
+		if _, dup := pos[b]; dup {
+			return nil, fmt.Errorf("meta: Pretrainer: base class %d repeated", b)
 		}
 		pos[b] = k
 	}
@@ -99,17 +102,14 @@ func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s Pretr
 			return nil, fmt.Errorf("meta: Pretrainer: base class %d has no images", base[k])
 		}
 	}
+	if s.Batch < 2 {
+		return nil, fmt.Errorf("meta: Pretrainer: Batch = %d; want at least 2 images", s.Batch)
+	}
 	nw := s.Workers
 	if nw <= 0 {
 		nw = runtime.GOMAXPROCS(0)
 	}
-	nw = min(nw, s.Batch)
-	if s.Batch < 2*nw {
-		nw = max(1, s.Batch/2) // batch normalization needs two images per share
-	}
-	if s.Batch < 2 {
-		return nil, fmt.Errorf("meta: Pretrainer: Batch = %d; want at least 2 images", s.Batch)
-	}
+	nw = min(nw, s.Batch/2) // batch normalization needs two images per share
 	for i := 0; i < nw; i++ {
 		n := s.Batch/nw + b2i(i < s.Batch%nw)
 		pr, err := newProbe(n, cnn)

@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/unroll"
+)
+
+// Spec is a multinomial logistic regression problem with one learned L2
+// penalty per feature (models.LogisticRegression):
+//
+//	g(λ, W) = CE(XW, Y) + (1/(c·d)) Σ_j e^{λ_j} Σ_k W_jk²,   f(λ, W) = CE(X'W, Y'),
+//
+// X (N×D) and X' (NVal×D) uniform with mean 0 and variance 1, labels
+// uniform in [0, C).
+type Spec struct {
+	Name          string
+	ID            uint64 // streams 100·ID + 1, … (see Arrays)
+	N, D, C, NVal int
+}
+
+// The two problems of the benchmark: MNIST-sized, and a small one with
+// d ≤ 100.
+var (
+	Large = Spec{Name: "large", ID: 1, N: 20000, D: 784, C: 10, NVal: 1000}
+	Small = Spec{Name: "small", ID: 2, N: 1000, D: 100, C: 10, NVal: 100}
+)
+
+// Specs lists the problems in table order.
+var Specs = []Spec{Large, Small}
+
+// Arrays holds a problem's data and the point (λ, W) and vector v at which
+// every row is evaluated.
+type Arrays struct {
+	X, XVal           []float64 // row-major N×D, NVal×D
+	Labels, LabelsVal []int
+	Lambda            []float64 // D, uniform in [−1, 1)
+	W                 []float64 // D×C row-major, uniform in [−0.01, 0.01)
+	V                 []float64 // D×C, uniform in [−1, 1)
+}
+
+// Arrays generates s's arrays from streams 100·ID + 1…7 (X, labels,
+// X', labels', λ, W, v), as torch_ref.py does.
+func (s Spec) Arrays() Arrays {
+	b := 100 * s.ID
+	sq3 := math.Sqrt(3)
+	return Arrays{
+		X: Symmetric(b+1, s.N*s.D, sq3), Labels: Labels(b+2, s.N, s.C),
+		XVal: Symmetric(b+3, s.NVal*s.D, sq3), LabelsVal: Labels(b+4, s.NVal, s.C),
+		Lambda: Symmetric(b+5, s.D, 1), W: Symmetric(b+6, s.D*s.C, 0.01), V: Symmetric(b+7, s.D*s.C, 1),
+	}
+}
+
+// Instance is a compiled problem with its evaluation point.
+type Instance struct {
+	Spec
+	Arrays
+	P *graph.Problem
+}
+
+// NewInstance generates s's data and compiles its problem.
+func NewInstance(s Spec) (*Instance, error) {
+	a := s.Arrays()
+	m, err := models.LogisticRegression(
+		models.Data{X: a.X, N: s.N, D: s.D, Labels: a.Labels},
+		models.Data{X: a.XVal, N: s.NVal, D: s.D, Labels: a.LabelsVal},
+		s.C, models.LogisticSettings{})
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.Compile()
+	if err != nil {
+		return nil, err
+	}
+	if p.DimX() != s.D || p.DimY() != s.D*s.C {
+		return nil, fmt.Errorf("bench: %s compiled with d_x = %d, d_y = %d", s.Name, p.DimX(), p.DimY())
+	}
+	return &Instance{Spec: s, Arrays: a, P: p}, nil
+}
+
+// linearized serves the Hessian and mixed products of implicit.Problem from
+// one graph.Linearization (every call is at its point).
+type linearized struct {
+	*graph.Problem
+	lin *graph.Linearization
+}
+
+func (l linearized) HVP(dst, _, _, v []float64, _ []int)     { l.lin.HVP(dst, v) }
+func (l linearized) MixedXY(dst, _, _, v []float64, _ []int) { l.lin.MixedXY(dst, v) }
+
+// Grad returns ∇_W g.
+func (in *Instance) Grad(dst []float64) { in.P.GradG(nil, dst, in.Lambda, in.W, nil) }
+
+// HVP returns ∇_WW g · v by the full HVP program.
+func (in *Instance) HVP(dst []float64) { in.P.HVP(dst, in.Lambda, in.W, in.V, nil) }
+
+// Mixed returns ∇_λW g · v = ∇_λ ⟨∇_W g, v⟩.
+func (in *Instance) Mixed(dst []float64) { in.P.MixedXY(dst, in.Lambda, in.W, in.V, nil) }
+
+// AID returns the AID hypergradient at (λ, W) with steps CG steps from
+// v = 0 (no tolerance test); with lin the products come from one
+// Linearization made inside the call.
+func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
+	var p implicit.Problem = in.P
+	if lin {
+		p = linearized{in.P, in.P.Linearize(in.Lambda, in.W, nil)}
+	}
+	_, err := implicit.Hypergradient(dst, p, in.Lambda, in.W, &implicit.Settings{Solver: cg})
+	return err
+}
+
+// ITD returns the ITD hypergradient through steps steps of gradient descent
+// with step Alpha from W, with a new Unroller (so that its storage of
+// (steps+1)·|y| floats is allocated inside the call).
+func (in *Instance) ITD(dst []float64, steps int) error {
+	u := &unroll.Unroller{Steps: steps, Alpha: Alpha}
+	_, err := u.Hypergradient(dst, in.P, in.Lambda, in.W, nil)
+	return err
+}
+
+// Case is one row of the table timed on the Go side.
+type Case struct {
+	Name  string // spec/f64/what, as in torch_ref.py
+	Heavy bool   // tens of seconds per call: BenchmarkRows makes no warm-up call
+	Op    func() error
+}
+
+// Cases returns the rows of in. The programs every row uses are compiled
+// here, so a row's first call does no compilation.
+func (in *Instance) Cases() []Case {
+	dy, dx := make([]float64, in.P.DimY()), make([]float64, in.P.DimX())
+	lin := in.P.Linearize(in.Lambda, in.W, nil)
+	in.Grad(dy)
+	in.HVP(dy)
+	in.Mixed(dx)
+	lin.HVP(dy, in.V)
+	in.P.GradF(dx, dy, in.Lambda, in.W, nil)
+	in.P.F(in.Lambda, in.W, nil)
+	pre := in.Name + "/f64/"
+	nop := func(f func()) func() error { return func() error { f(); return nil } }
+	cs := []Case{
+		{Name: pre + "grad", Op: nop(func() { in.Grad(dy) })},
+		{Name: pre + "hvp", Op: nop(func() { in.HVP(dy) })},
+		{Name: pre + "mixed", Op: nop(func() { in.Mixed(dx) })},
+		{Name: pre + "hvp-fixed", Op: nop(func() { lin.HVP(dy, in.V) })},
+	}
+	cgSteps := []int{10}
+	if in.Spec == Small {
+		cgSteps = append(cgSteps, 100)
+	}
+	for _, k := range cgSteps {
+		cg := &implicit.CG{MaxIter: k, Tol: -1}
+		cs = append(cs,
+			Case{Name: fmt.Sprintf("%said-cg%d", pre, k), Op: func() error { return in.AID(dx, cg, false) }},
+			Case{Name: fmt.Sprintf("%said-cg%d-lin", pre, k), Op: func() error { return in.AID(dx, cg, true) }})
+	}
+	for _, t := range []int{10, 100} {
+		cs = append(cs, Case{Name: fmt.Sprintf("%sitd-t%d", pre, t), Heavy: t == 100 && in.Spec == Large,
+			Op: func() error { return in.ITD(dx, t) }})
+	}
+	return cs
+}
+
+// Results returns the vectors torch_ref.py writes for the cross-check:
+// grad, hvp, mixed, aid-cg10 (the hypergradient) and itd-t10.
+func (in *Instance) Results() (map[string][]float64, error) {
+	r := map[string][]float64{}
+	dy := func() []float64 { return make([]float64, in.P.DimY()) }
+	dx := func() []float64 { return make([]float64, in.P.DimX()) }
+	r["grad"], r["hvp"], r["mixed"] = dy(), dy(), dx()
+	in.Grad(r["grad"])
+	in.HVP(r["hvp"])
+	in.Mixed(r["mixed"])
+	r["aid-cg10"], r["itd-t10"] = dx(), dx()
+	if err := in.AID(r["aid-cg10"], &implicit.CG{MaxIter: 10, Tol: -1}, true); err != nil {
+		return nil, err
+	}
+	if err := in.ITD(r["itd-t10"], 10); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
