@@ -715,8 +715,19 @@ func (e *experiment) plots(path func(string) string) error {
 	xlabel := "training seconds (wall)"
 	tt, tc := func(r trainRow) float64 { return r.Seconds }, func(r curveRow) float64 { return r.Seconds }
 	if e.c.PlotCPU {
+		// Training CPU time at the end of each iteration, summed from the
+		// per-iteration times of the log.
+		cpu := map[[2]string]map[int]float64{}
+		for _, r := range e.trainLog {
+			k := [2]string{r.Setting, r.Method}
+			if cpu[k] == nil {
+				cpu[k] = map[int]float64{-1: 0}
+			}
+			cpu[k][r.Iter] = cpu[k][r.Iter-1] + r.CPUSec
+		}
 		xlabel = "training CPU seconds"
-		tt, tc = func(r trainRow) float64 { return r.CPUSeconds }, func(r curveRow) float64 { return r.CPUSeconds }
+		tt = func(r trainRow) float64 { return cpu[[2]string{r.Setting, r.Method}][r.Iter] }
+		tc = func(r curveRow) float64 { return cpu[[2]string{r.Setting, r.Method}][r.Iter-1] }
 	}
 	for _, m := range e.c.Methods {
 		s := report.Series{Name: m}
