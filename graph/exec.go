@@ -246,9 +246,7 @@ func evalUnary(op opKind, out, x []float64) {
 			out[i] = -v
 		}
 	case opExp:
-		for i, v := range x {
-			out[i] = math.Exp(v)
-		}
+		expInto(out, x)
 	case opLog:
 		for i, v := range x {
 			out[i] = math.Log(v)
@@ -577,6 +575,35 @@ func broadcastInto(out, x []float64, ishape, oshape []int) {
 }
 
 func logSoftmax(out, x []float64, outer, mid, inner int) {
+	if inner == 1 {
+		// Rows: shift each by its maximum, one vector exponential over
+		// all of them, then subtract the logarithms of the row sums.
+		for o := 0; o < outer; o++ {
+			row, dst := x[o*mid:(o+1)*mid], out[o*mid:(o+1)*mid]
+			m := math.Inf(-1)
+			for _, v := range row {
+				m = max(m, v)
+			}
+			for j, v := range row {
+				dst[j] = v - m
+			}
+		}
+		e := getScratch(outer * mid)
+		expInto(*e, out[:outer*mid])
+		for o := 0; o < outer; o++ {
+			s := 0.0
+			for _, v := range (*e)[o*mid : (o+1)*mid] {
+				s += v
+			}
+			l := math.Log(s)
+			dst := out[o*mid : (o+1)*mid]
+			for j := range dst {
+				dst[j] -= l
+			}
+		}
+		scratch.Put(e)
+		return
+	}
 	for o := 0; o < outer; o++ {
 		for i := 0; i < inner; i++ {
 			base := o*mid*inner + i

@@ -115,3 +115,84 @@ axpyloop:
 axpydone:
 	VZEROUPPER
 	RET
+
+// Constants of expAVX, each repeated in the four lanes of a vector.
+#define CONST4(name, bits) \
+	DATA name<>+0(SB)/8, $bits \
+	DATA name<>+8(SB)/8, $bits \
+	DATA name<>+16(SB)/8, $bits \
+	DATA name<>+24(SB)/8, $bits \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+
+CONST4(expAbs, 0x7fffffffffffffff)
+CONST4(expBound, 0x4085e00000000000) // 700
+CONST4(expLog2e, 0x3ff71547652b82fe) // 1/ln 2
+CONST4(expLn2Hi, 0x3fe62e42fee00000) // ln 2, high part (math.Ln2Hi)
+CONST4(expLn2Lo, 0x3dea39ef35793c76) // ln 2, low part (math.Ln2Lo)
+CONST4(expC13, 0x3de6124613a86d09) // 1/13!
+CONST4(expC12, 0x3e21eed8eff8d898) // 1/12!
+CONST4(expC11, 0x3e5ae64567f544e4) // 1/11!
+CONST4(expC10, 0x3e927e4fb7789f5c) // 1/10!
+CONST4(expC9, 0x3ec71de3a556c734) // 1/9!
+CONST4(expC8, 0x3efa01a01a01a01a) // 1/8!
+CONST4(expC7, 0x3f2a01a01a01a01a) // 1/7!
+CONST4(expC6, 0x3f56c16c16c16c17) // 1/6!
+CONST4(expC5, 0x3f81111111111111) // 1/5!
+CONST4(expC4, 0x3fa5555555555555) // 1/4!
+CONST4(expC3, 0x3fc5555555555555) // 1/3!
+CONST4(expC2, 0x3fe0000000000000) // 1/2
+CONST4(expOne, 0x3ff0000000000000) // 1
+
+// func expAVX(dst, src *float64, n int) int
+// writes exp(src[i]) to dst[i] four at a time while every element of a
+// group of four lies in [-700, 700], n a multiple of 4, and returns the
+// number of elements written (the start of the first group it left).
+// exp(x) = 2^k·exp(r), k = round(x/ln 2), r = x − k·ln 2 (|r| ≤ ln 2 / 2,
+// in two parts so that k·ln2Hi is exact), exp(r) by its Taylor polynomial of
+// degree 13 (truncation error below 2^−57), 2^k added to the exponent bits.
+TEXT ·expAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+exploop:
+	CMPQ AX, CX
+	JGE  expdone
+	VMOVUPD (SI)(AX*8), Y0
+	VANDPD  expAbs<>(SB), Y0, Y1
+	VCMPPD  $6, expBound<>(SB), Y1, Y1 // !(|x| <= 700), true for NaN
+	VMOVMSKPD Y1, DX
+	TESTQ   DX, DX
+	JNZ     expdone
+	VMULPD  expLog2e<>(SB), Y0, Y2
+	VROUNDPD $0, Y2, Y2                // k
+	VMOVAPD Y0, Y3
+	VFNMADD231PD expLn2Hi<>(SB), Y2, Y3 // r = x − k·ln2Hi
+	VFNMADD231PD expLn2Lo<>(SB), Y2, Y3 // r −= k·ln2Lo
+	VMOVUPD expC13<>(SB), Y4
+	VFMADD213PD expC12<>(SB), Y3, Y4
+	VFMADD213PD expC11<>(SB), Y3, Y4
+	VFMADD213PD expC10<>(SB), Y3, Y4
+	VFMADD213PD expC9<>(SB), Y3, Y4
+	VFMADD213PD expC8<>(SB), Y3, Y4
+	VFMADD213PD expC7<>(SB), Y3, Y4
+	VFMADD213PD expC6<>(SB), Y3, Y4
+	VFMADD213PD expC5<>(SB), Y3, Y4
+	VFMADD213PD expC4<>(SB), Y3, Y4
+	VFMADD213PD expC3<>(SB), Y3, Y4
+	VFMADD213PD expC2<>(SB), Y3, Y4
+	VFMADD213PD expOne<>(SB), Y3, Y4
+	VFMADD213PD expOne<>(SB), Y3, Y4   // exp(r)
+	VCVTPD2DQY Y2, X5
+	VPMOVSXDQ X5, Y5
+	VPSLLQ  $52, Y5, Y5
+	VPADDQ  Y5, Y4, Y4                 // ·2^k
+	VMOVUPD Y4, (DI)(AX*8)
+	ADDQ    $4, AX
+	JMP     exploop
+
+expdone:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
