@@ -1,22 +1,35 @@
 package graph
 
-// Portable versions of the four-way kernels; the assembly versions call
-// them for the tails.
+// Portable versions of the register-blocked product kernels; the assembly
+// versions (kernels_amd64.s) compute the same sums with FMA.
 
-func dot4Go(x, b0, b1, b2, b3 []float64) (s0, s1, s2, s3 float64) {
-	b0, b1, b2, b3 = b0[:len(x)], b1[:len(x)], b2[:len(x)], b3[:len(x)]
-	for i, v := range x {
-		s0 += v * b0[i]
-		s1 += v * b1[i]
-		s2 += v * b2[i]
-		s3 += v * b3[i]
+// kw is the number of columns of a packed block of the right-hand factor.
+const kw = 12
+
+// kern4x12Go sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
+// p < k.
+func kern4x12Go(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
+	*c = [4 * kw]float64{}
+	for i := 0; i < 4; i++ {
+		ai, ci := a[i*lda:i*lda+k], c[i*kw:(i+1)*kw]
+		for p, v := range ai {
+			for j, w := range b[p*kw : (p+1)*kw] {
+				ci[j] += v * w
+			}
+		}
 	}
-	return s0, s1, s2, s3
 }
 
-func axpy4Go(c, x0, x1, x2, x3 []float64, a *[4]float64) {
-	x0, x1, x2, x3 = x0[:len(c)], x1[:len(c)], x2[:len(c)], x3[:len(c)]
-	for i := range c {
-		c[i] += a[0]*x0[i] + a[1]*x1[i] + a[2]*x2[i] + a[3]*x3[i]
+// kernT4x12Go adds Σ_p a[p·lda+i]·b[kw·p+j] to c[kw·i+j] for i < 4,
+// j < kw, p < k.
+func kernT4x12Go(a []float64, lda int, b []float64, k int, c []float64) {
+	for p := 0; p < k; p++ {
+		bp := b[p*kw : (p+1)*kw]
+		for i, v := range a[p*lda : p*lda+4] {
+			ci := c[i*kw : (i+1)*kw]
+			for j, w := range bp {
+				ci[j] += v * w
+			}
+		}
 	}
 }

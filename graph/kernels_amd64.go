@@ -12,10 +12,10 @@ func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
 //go:noescape
-func dot4AVX(x, b0, b1, b2, b3 *float64, n int) (s0, s1, s2, s3 float64)
+func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
 
 //go:noescape
-func axpy4AVX(c, x0, x1, x2, x3 *float64, a *[4]float64, n int)
+func kernT4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
 
 //go:noescape
 func expAVX(dst, src *float64, n int) int
@@ -37,31 +37,26 @@ var useAVX2 = func() bool {
 	return ebx7&(1<<5) != 0 // AVX2
 }()
 
-// dot4 returns the dot products of x with b0, b1, b2 and b3, which have
-// x's length.
-func dot4(x, b0, b1, b2, b3 []float64) (s0, s1, s2, s3 float64) {
-	n := len(x)
-	head := 0
-	if useAVX2 && n >= 8 {
-		head = n &^ 7
-		_, _, _, _ = b0[n-1], b1[n-1], b2[n-1], b3[n-1]
-		s0, s1, s2, s3 = dot4AVX(&x[0], &b0[0], &b1[0], &b2[0], &b3[0], head)
+// kern4x12 sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
+// p < k: four rows of a times a packed block of b.
+func kern4x12(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
+	if !useAVX2 || k == 0 {
+		kern4x12Go(a, lda, b, k, c)
+		return
 	}
-	t0, t1, t2, t3 := dot4Go(x[head:], b0[head:n], b1[head:n], b2[head:n], b3[head:n])
-	return s0 + t0, s1 + t1, s2 + t2, s3 + t3
+	_, _ = a[3*lda+k-1], b[kw*k-1]
+	kern4x12AVX(&a[0], lda, &b[0], k, &c[0])
 }
 
-// axpy4 adds a[0]·x0 + a[1]·x1 + a[2]·x2 + a[3]·x3 to c; the x have c's
-// length.
-func axpy4(c, x0, x1, x2, x3 []float64, a *[4]float64) {
-	n := len(c)
-	head := 0
-	if useAVX2 && n >= 4 {
-		head = n &^ 3
-		_, _, _, _ = x0[n-1], x1[n-1], x2[n-1], x3[n-1]
-		axpy4AVX(&c[0], &x0[0], &x1[0], &x2[0], &x3[0], a, head)
+// kernT4x12 adds Σ_p a[p·lda+i]·b[kw·p+j] to c[kw·i+j] for i < 4, j < kw,
+// p < k: four columns of a, transposed, times a packed block of b.
+func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
+	if !useAVX2 || k == 0 {
+		kernT4x12Go(a, lda, b, k, c)
+		return
 	}
-	axpy4Go(c[head:], x0[head:n], x1[head:n], x2[head:n], x3[head:n], a)
+	_, _, _ = a[(k-1)*lda+3], b[kw*k-1], c[4*kw-1]
+	kernT4x12AVX(&a[0], lda, &b[0], k, &c[0])
 }
 
 // expInto writes exp(x[i]) to dst[i]; dst has x's length. Groups of four

@@ -21,101 +21,6 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func dot4AVX(x, b0, b1, b2, b3 *float64, n int) (s0, s1, s2, s3 float64)
-// returns the dot products of x with b0..b3 over n elements, n a multiple
-// of 8.
-TEXT ·dot4AVX(SB), NOSPLIT, $0-80
-	MOVQ x+0(FP), SI
-	MOVQ b0+8(FP), R8
-	MOVQ b1+16(FP), R9
-	MOVQ b2+24(FP), R10
-	MOVQ b3+32(FP), R11
-	MOVQ n+40(FP), CX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
-	VXORPD Y8, Y8, Y8
-	XORQ AX, AX
-
-dotloop:
-	CMPQ AX, CX
-	JGE  dotdone
-	VMOVUPD (SI)(AX*8), Y4
-	VMOVUPD 32(SI)(AX*8), Y9
-	VFMADD231PD (R8)(AX*8), Y4, Y0
-	VFMADD231PD (R9)(AX*8), Y4, Y1
-	VFMADD231PD (R10)(AX*8), Y4, Y2
-	VFMADD231PD (R11)(AX*8), Y4, Y3
-	VFMADD231PD 32(R8)(AX*8), Y9, Y5
-	VFMADD231PD 32(R9)(AX*8), Y9, Y6
-	VFMADD231PD 32(R10)(AX*8), Y9, Y7
-	VFMADD231PD 32(R11)(AX*8), Y9, Y8
-	ADDQ $8, AX
-	JMP  dotloop
-
-dotdone:
-	VADDPD Y5, Y0, Y0
-	VADDPD Y6, Y1, Y1
-	VADDPD Y7, Y2, Y2
-	VADDPD Y8, Y3, Y3
-	VEXTRACTF128 $1, Y0, X4
-	VADDPD X4, X0, X0
-	VHADDPD X0, X0, X0
-	VMOVSD X0, s0+48(FP)
-	VEXTRACTF128 $1, Y1, X4
-	VADDPD X4, X1, X1
-	VHADDPD X1, X1, X1
-	VMOVSD X1, s1+56(FP)
-	VEXTRACTF128 $1, Y2, X4
-	VADDPD X4, X2, X2
-	VHADDPD X2, X2, X2
-	VMOVSD X2, s2+64(FP)
-	VEXTRACTF128 $1, Y3, X4
-	VADDPD X4, X3, X3
-	VHADDPD X3, X3, X3
-	VMOVSD X3, s3+72(FP)
-	VZEROUPPER
-	RET
-
-// func axpy4AVX(c, x0, x1, x2, x3 *float64, a *[4]float64, n int)
-// adds a[0]·x0 + a[1]·x1 + a[2]·x2 + a[3]·x3 to c over n elements, n a
-// multiple of 4.
-TEXT ·axpy4AVX(SB), NOSPLIT, $0-56
-	MOVQ c+0(FP), DI
-	MOVQ x0+8(FP), R8
-	MOVQ x1+16(FP), R9
-	MOVQ x2+24(FP), R10
-	MOVQ x3+32(FP), R11
-	MOVQ a+40(FP), DX
-	MOVQ n+48(FP), CX
-	VBROADCASTSD 0(DX), Y0
-	VBROADCASTSD 8(DX), Y1
-	VBROADCASTSD 16(DX), Y2
-	VBROADCASTSD 24(DX), Y3
-	XORQ AX, AX
-
-axpyloop:
-	CMPQ AX, CX
-	JGE  axpydone
-	VMOVUPD (DI)(AX*8), Y4
-	VMULPD  (R8)(AX*8), Y0, Y5
-	VFMADD231PD (R9)(AX*8), Y1, Y5
-	VMULPD  (R10)(AX*8), Y2, Y6
-	VFMADD231PD (R11)(AX*8), Y3, Y6
-	VADDPD  Y6, Y5, Y5
-	VADDPD  Y5, Y4, Y4
-	VMOVUPD Y4, (DI)(AX*8)
-	ADDQ $4, AX
-	JMP  axpyloop
-
-axpydone:
-	VZEROUPPER
-	RET
-
 // Constants of expAVX, each repeated in the four lanes of a vector.
 #define CONST4(name, bits) \
 	DATA name<>+0(SB)/8, $bits \
@@ -194,5 +99,132 @@ exploop:
 
 expdone:
 	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// FMA3 multiplies the three columns Y12–Y14 by the broadcast Y15 into
+// the accumulators c0–c2.
+#define FMA3(c0, c1, c2) \
+	VFMADD231PD Y12, Y15, c0 \
+	VFMADD231PD Y13, Y15, c1 \
+	VFMADD231PD Y14, Y15, c2
+
+// func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
+// sets c[12i+j] = Σ_p a[i·lda+p]·b[12p+j] for i < 4, j < 12, p < k: four
+// rows of a times a packed block of twelve columns, the 4×12 result held in
+// twelve registers.
+TEXT ·kern4x12AVX(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	SHLQ $3, BX
+	MOVQ b+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ c+32(FP), DX
+	LEAQ (SI)(BX*1), R8
+	LEAQ (R8)(BX*1), R9
+	LEAQ (R9)(BX*1), R10
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	XORQ AX, AX
+
+k4loop:
+	CMPQ AX, CX
+	JGE  k4done
+	VMOVUPD (DI), Y12
+	VMOVUPD 32(DI), Y13
+	VMOVUPD 64(DI), Y14
+	VBROADCASTSD (SI)(AX*8), Y15
+	FMA3(Y0, Y1, Y2)
+	VBROADCASTSD (R8)(AX*8), Y15
+	FMA3(Y3, Y4, Y5)
+	VBROADCASTSD (R9)(AX*8), Y15
+	FMA3(Y6, Y7, Y8)
+	VBROADCASTSD (R10)(AX*8), Y15
+	FMA3(Y9, Y10, Y11)
+	ADDQ $96, DI
+	INCQ AX
+	JMP  k4loop
+
+k4done:
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD Y3, 96(DX)
+	VMOVUPD Y4, 128(DX)
+	VMOVUPD Y5, 160(DX)
+	VMOVUPD Y6, 192(DX)
+	VMOVUPD Y7, 224(DX)
+	VMOVUPD Y8, 256(DX)
+	VMOVUPD Y9, 288(DX)
+	VMOVUPD Y10, 320(DX)
+	VMOVUPD Y11, 352(DX)
+	VZEROUPPER
+	RET
+
+// func kernT4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
+// adds Σ_p a[p·lda+i]·b[12p+j] to c[12i+j] for i < 4, j < 12, p < k: four
+// columns of a transposed times a packed block of twelve columns.
+TEXT ·kernT4x12AVX(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	SHLQ $3, BX
+	MOVQ b+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ c+32(FP), DX
+	VMOVUPD (DX), Y0
+	VMOVUPD 32(DX), Y1
+	VMOVUPD 64(DX), Y2
+	VMOVUPD 96(DX), Y3
+	VMOVUPD 128(DX), Y4
+	VMOVUPD 160(DX), Y5
+	VMOVUPD 192(DX), Y6
+	VMOVUPD 224(DX), Y7
+	VMOVUPD 256(DX), Y8
+	VMOVUPD 288(DX), Y9
+	VMOVUPD 320(DX), Y10
+	VMOVUPD 352(DX), Y11
+
+kt4loop:
+	TESTQ CX, CX
+	JLE   kt4done
+	VMOVUPD (DI), Y12
+	VMOVUPD 32(DI), Y13
+	VMOVUPD 64(DI), Y14
+	VBROADCASTSD (SI), Y15
+	FMA3(Y0, Y1, Y2)
+	VBROADCASTSD 8(SI), Y15
+	FMA3(Y3, Y4, Y5)
+	VBROADCASTSD 16(SI), Y15
+	FMA3(Y6, Y7, Y8)
+	VBROADCASTSD 24(SI), Y15
+	FMA3(Y9, Y10, Y11)
+	ADDQ $96, DI
+	ADDQ BX, SI
+	DECQ CX
+	JMP  kt4loop
+
+kt4done:
+	VMOVUPD Y0, (DX)
+	VMOVUPD Y1, 32(DX)
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD Y3, 96(DX)
+	VMOVUPD Y4, 128(DX)
+	VMOVUPD Y5, 160(DX)
+	VMOVUPD Y6, 192(DX)
+	VMOVUPD Y7, 224(DX)
+	VMOVUPD Y8, 256(DX)
+	VMOVUPD Y9, 288(DX)
+	VMOVUPD Y10, 320(DX)
+	VMOVUPD Y11, 352(DX)
 	VZEROUPPER
 	RET

@@ -4,16 +4,16 @@ package graph
 
 import "math"
 
-// dot4 returns the dot products of x with b0, b1, b2 and b3, which have
-// x's length.
-func dot4(x, b0, b1, b2, b3 []float64) (s0, s1, s2, s3 float64) {
-	return dot4Go(x, b0, b1, b2, b3)
+// kern4x12 sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
+// p < k: four rows of a times a packed block of b.
+func kern4x12(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
+	kern4x12Go(a, lda, b, k, c)
 }
 
-// axpy4 adds a[0]·x0 + a[1]·x1 + a[2]·x2 + a[3]·x3 to c; the x have c's
-// length.
-func axpy4(c, x0, x1, x2, x3 []float64, a *[4]float64) {
-	axpy4Go(c, x0, x1, x2, x3, a)
+// kernT4x12 adds Σ_p a[p·lda+i]·b[kw·p+j] to c[kw·i+j] for i < 4, j < kw,
+// p < k: four columns of a, transposed, times a packed block of b.
+func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
+	kernT4x12Go(a, lda, b, k, c)
 }
 
 // expInto writes exp(x[i]) to dst[i]; dst has x's length.

@@ -6,40 +6,37 @@ import (
 	"testing"
 )
 
-// TestKernels checks the four-way dot and axpy kernels (assembly where the
-// processor has AVX2 and FMA) against plain loops for every length up to
-// 70, with misaligned starts.
+// TestKernels checks the register-blocked product kernels (assembly where
+// the processor has AVX2 and FMA) against their portable versions for
+// inner lengths up to 40 and leading dimensions wider than a row.
 func TestKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	vec := func(n int) []float64 {
-		v := make([]float64, n+1)
+		v := make([]float64, n)
 		for i := range v {
 			v[i] = rng.NormFloat64()
 		}
-		return v[1:] // start off any 16-byte alignment
+		return v
 	}
-	for n := 0; n <= 70; n++ {
-		x, b := vec(n), [4][]float64{vec(n), vec(n), vec(n), vec(n)}
-		var s [4]float64
-		s[0], s[1], s[2], s[3] = dot4(x, b[0], b[1], b[2], b[3])
-		for j := range b {
-			want, scale := 0.0, 0.0
-			for i := range x {
-				want += x[i] * b[j][i]
-				scale += math.Abs(x[i] * b[j][i])
-			}
-			if math.Abs(s[j]-want) > 1e-14*(scale+1) {
-				t.Errorf("n = %d: dot4[%d] = %v, want %v", n, j, s[j], want)
+	for k := 0; k <= 40; k++ {
+		lda := k + 3
+		a, b := vec(4*lda), vec(kw*k)
+		var got, want [4 * kw]float64
+		kern4x12(a, lda, b, k, &got)
+		kern4x12Go(a, lda, b, k, &want)
+		for i := range got {
+			if math.Abs(got[i]-want[i]) > 1e-14*(math.Abs(want[i])+1) {
+				t.Errorf("k = %d: kern4x12[%d] = %v, want %v", k, i, got[i], want[i])
 			}
 		}
-		c := vec(n)
-		orig := append([]float64{}, c...)
-		a := [4]float64{rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64(), rng.NormFloat64()}
-		axpy4(c, b[0], b[1], b[2], b[3], &a)
+		at := vec(k*7 + 4)
+		c := vec(4 * kw)
+		cw := append([]float64{}, c...)
+		kernT4x12(at, 7, b, k, c)
+		kernT4x12Go(at, 7, b, k, cw)
 		for i := range c {
-			want := orig[i] + a[0]*b[0][i] + a[1]*b[1][i] + a[2]*b[2][i] + a[3]*b[3][i]
-			if math.Abs(c[i]-want) > 1e-14*(math.Abs(want)+1) {
-				t.Errorf("n = %d: axpy4[%d] = %v, want %v", n, i, c[i], want)
+			if math.Abs(c[i]-cw[i]) > 1e-14*(math.Abs(cw[i])+1) {
+				t.Errorf("k = %d: kernT4x12[%d] = %v, want %v", k, i, c[i], cw[i])
 			}
 		}
 	}
@@ -50,7 +47,7 @@ func TestKernels(t *testing.T) {
 // large enough to run in parallel.
 func TestMatmul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
-	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {200, 20, 5}, {1000, 300, 10}, {600, 40, 33}, {5, 3000, 31}} {
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
 			if tr[0] {

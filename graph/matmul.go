@@ -12,17 +12,19 @@ import (
 // Matrix products. Bilevel models multiply tall data matrices by narrow
 // parameter matrices — n×d samples by d×c weights, and back — which general
 // GEMM kernels block badly for. Products with a narrow output (at most
-// narrow columns) therefore use kernels of their own, written as unit-stride
-// dot products and axpys over rows of the data, split across cores by rows;
-// everything else goes to gonum's BLAS (or OpenBLAS with the openblas build
-// tag).
+// narrow columns) therefore use kernels of their own: the right-hand factor
+// is packed in blocks of kw columns, and a register-blocked kernel
+// multiplies four rows (or, transposed, four columns) of the data by a
+// block, holding the 4×kw result in registers; the work is split across
+// cores by rows. Everything else goes to gonum's BLAS (or OpenBLAS with the
+// openblas build tag).
 
 // narrow is the widest output handled by the kernels below.
 const narrow = 32
 
 // parallelWork is the number of multiply-adds above which a product is
 // split across cores.
-const parallelWork = 1 << 18
+const parallelWork = 1 << 21
 
 var scratch = sync.Pool{New: func() any { return new([]float64) }}
 
@@ -45,6 +47,11 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	if ty {
 		n = ys[0]
 	}
+	// B[p][j] = y[p·sp + j·sj]: y is k×n, or n×k when transposed.
+	sp, sj := n, 1
+	if ty {
+		sp, sj = 1, k
+	}
 	switch {
 	case m == 0 || n == 0:
 		return
@@ -52,18 +59,10 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 		clear(out)
 		return
 	case n <= narrow && !tx:
-		if ty {
-			rowsDot(out, x, y, m, k, n)
-		} else {
-			// x·y = rows of x dotted with the columns of y: transpose y.
-			yt := getScratch(n * k)
-			transposeInto(*yt, y, ys, []int{1, 0})
-			rowsDot(out, x, *yt, m, k, n)
-			scratch.Put(yt)
-		}
+		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
-	case n <= narrow && tx && !ty:
-		outerSum(out, x, y, k, m, n)
+	case n <= narrow:
+		mulNarrowT(out, x, m, k, n, y, sp, sj)
 		return
 	}
 	ta, tb := blas.NoTrans, blas.NoTrans
@@ -99,73 +98,111 @@ func split(rows, work int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// rowsDot computes out (m×n) with out_ij = ⟨a_i, b_j⟩ for a (m×k) and b
-// (n×k), both row-major: a·bᵀ.
-func rowsDot(out, a, b []float64, m, k, n int) {
-	split(m, m*k*n, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			ai := a[i*k : (i+1)*k]
-			oi := out[i*n : (i+1)*n]
-			j := 0
-			for ; j+4 <= n; j += 4 {
-				oi[j], oi[j+1], oi[j+2], oi[j+3] = dot4(ai, b[j*k:(j+1)*k], b[(j+1)*k:(j+2)*k], b[(j+2)*k:(j+3)*k], b[(j+3)*k:(j+4)*k])
-			}
-			for ; j < n; j++ {
-				oi[j] = floats.Dot(ai, b[j*k:(j+1)*k])
-			}
+// packB writes columns j0, …, j0+kw−1 of B (k×n, B[p][j] = b[p·sp+j·sj])
+// to dst (k×kw, row-major), zero beyond column n.
+func packB(dst, b []float64, k, n, sp, sj, j0 int) {
+	w := min(kw, n-j0)
+	for p := 0; p < k; p++ {
+		row := dst[p*kw : (p+1)*kw]
+		for j := 0; j < w; j++ {
+			row[j] = b[p*sp+(j0+j)*sj]
 		}
-	})
+		clear(row[w:])
+	}
 }
 
-// outerSum computes out (m×n) = aᵀ·b = Σ_p a_p b_pᵀ for a (k×m) and b (k×n)
-// with narrow n: each core accumulates the transpose of its rows' sum with
-// unit-stride axpys, then the parts are added.
-func outerSum(out, a, b []float64, k, m, n int) {
+// mulNarrow computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
+// B[p][j] = b[p·sp+j·sj]), n at most narrow.
+func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
+	bp := getScratch(k * kw)
+	defer scratch.Put(bp)
+	for j0 := 0; j0 < n; j0 += kw {
+		packB(*bp, b, k, n, sp, sj, j0)
+		w := min(kw, n-j0)
+		blocks := m / 4
+		split(blocks, blocks*4*k*kw, func(lo, hi int) {
+			var c [4 * kw]float64
+			for i := 4 * lo; i < 4*hi; i += 4 {
+				kern4x12(a[i*k:], k, *bp, k, &c)
+				for r := 0; r < 4; r++ {
+					copy(out[(i+r)*n+j0:(i+r)*n+j0+w], c[r*kw:r*kw+w])
+				}
+			}
+		})
+		for i := 4 * blocks; i < m; i++ { // the last m mod 4 rows
+			oi := out[i*n+j0 : i*n+j0+w]
+			clear(oi)
+			for p, v := range a[i*k : (i+1)*k] {
+				for j := range oi {
+					oi[j] += v * (*bp)[p*kw+j]
+				}
+			}
+		}
+	}
+}
+
+// rowChunk is the number of rows of the data that mulNarrowT multiplies
+// at a time for each block of four columns, so that they stay in cache:
+// about 384 KiB of them.
+func rowChunk(m int) int {
+	return max(8, 49152/max(m, 1))
+}
+
+// mulNarrowT computes out (m×n) = aᵀ·B for a (k×m, row-major) and B (k×n,
+// B[p][j] = b[p·sp+j·sj]), n at most narrow: each core accumulates the
+// product of its rows, chunk by chunk, then the parts are added.
+func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	parts := runtime.GOMAXPROCS(0)
 	if k*m*n < parallelWork || parts < 2 || k < 2*parts {
 		parts = 1
 	}
-	acc := getScratch(parts * n * m)
-	clear(*acc)
-	var wg sync.WaitGroup
-	for p := 0; p < parts; p++ {
-		lo, hi := k*p/parts, k*(p+1)/parts
-		part := (*acc)[p*n*m : (p+1)*n*m]
-		run := func() {
-			// Four rows at a time: each pass over the accumulator adds
-			// four scaled rows of a.
-			r := lo
-			var coef [4]float64
-			for ; r+4 <= hi; r += 4 {
-				a0, a1, a2, a3 := a[r*m:(r+1)*m], a[(r+1)*m:(r+2)*m], a[(r+2)*m:(r+3)*m], a[(r+3)*m:(r+4)*m]
-				for j := 0; j < n; j++ {
-					coef = [4]float64{b[r*n+j], b[(r+1)*n+j], b[(r+2)*n+j], b[(r+3)*n+j]}
-					axpy4(part[j*m:(j+1)*m], a0, a1, a2, a3, &coef)
-				}
-			}
-			for ; r < hi; r++ {
-				ar := a[r*m : (r+1)*m]
-				for j, v := range b[r*n : (r+1)*n] {
-					if v != 0 {
-						floats.AddScaled(part[j*m:(j+1)*m], v, ar)
+	bp := getScratch(k * kw)
+	acc := getScratch(parts * m * kw)
+	defer scratch.Put(bp)
+	defer scratch.Put(acc)
+	chunk := rowChunk(m)
+	m4 := m &^ 3
+	for j0 := 0; j0 < n; j0 += kw {
+		packB(*bp, b, k, n, sp, sj, j0)
+		clear(*acc)
+		var wg sync.WaitGroup
+		for q := 0; q < parts; q++ {
+			lo, hi := k*q/parts, k*(q+1)/parts
+			part := (*acc)[q*m*kw : (q+1)*m*kw]
+			run := func() {
+				for p0 := lo; p0 < hi; p0 += chunk {
+					pc := min(chunk, hi-p0)
+					for i := 0; i < m4; i += 4 {
+						kernT4x12(a[p0*m+i:], m, (*bp)[p0*kw:], pc, part[i*kw:])
+					}
+					for i := m4; i < m; i++ { // the last m mod 4 columns
+						ci := part[i*kw : (i+1)*kw]
+						for p := p0; p < p0+pc; p++ {
+							v := a[p*m+i]
+							for j, w := range (*bp)[p*kw : (p+1)*kw] {
+								ci[j] += v * w
+							}
+						}
 					}
 				}
 			}
+			if parts == 1 {
+				run()
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run()
+			}()
 		}
-		if parts == 1 {
-			run()
-			continue
+		wg.Wait()
+		for q := 1; q < parts; q++ {
+			floats.Add((*acc)[:m*kw], (*acc)[q*m*kw:(q+1)*m*kw])
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run()
-		}()
+		w := min(kw, n-j0)
+		for i := 0; i < m; i++ {
+			copy(out[i*n+j0:i*n+j0+w], (*acc)[i*kw:i*kw+w])
+		}
 	}
-	wg.Wait()
-	for p := 1; p < parts; p++ {
-		floats.Add((*acc)[:n*m], (*acc)[p*n*m:(p+1)*n*m])
-	}
-	transposeInto(out, (*acc)[:n*m], []int{n, m}, []int{1, 0})
-	scratch.Put(acc)
 }
