@@ -374,28 +374,7 @@ func evalBinary(n *node, out, x, y []float64) {
 	}
 	switch {
 	case len(x) == len(y):
-		switch n.op {
-		case opAdd:
-			for i := range out {
-				out[i] = x[i] + y[i]
-			}
-		case opSub:
-			for i := range out {
-				out[i] = x[i] - y[i]
-			}
-		case opMul:
-			for i := range out {
-				out[i] = x[i] * y[i]
-			}
-		case opDiv:
-			for i := range out {
-				out[i] = x[i] / y[i]
-			}
-		default:
-			for i := range out {
-				out[i] = binOp(n.op, kind, x[i], y[i])
-			}
-		}
+		evalSame(n.op, kind, out, x, y)
 	case len(y) == 1:
 		c := y[0]
 		switch n.op {
@@ -412,10 +391,45 @@ func evalBinary(n *node, out, x, y []float64) {
 				out[i] = binOp(n.op, kind, v, c)
 			}
 		}
-	default:
+	case len(x) == 1:
 		c := x[0]
 		for i, v := range y {
 			out[i] = binOp(n.op, kind, c, v)
+		}
+	case len(y) < len(x): // y is a row, repeated
+		for r := 0; r < len(x); r += len(y) {
+			evalSame(n.op, kind, out[r:r+len(y)], x[r:r+len(y)], y)
+		}
+	default: // x is a row, repeated
+		for r := 0; r < len(y); r += len(x) {
+			evalSame(n.op, kind, out[r:r+len(x)], x, y[r:r+len(x)])
+		}
+	}
+}
+
+// evalSame evaluates an elementwise operation on operands of out's length.
+func evalSame(op opKind, kind int, out, x, y []float64) {
+	x, y = x[:len(out)], y[:len(out)]
+	switch op {
+	case opAdd:
+		for i := range out {
+			out[i] = x[i] + y[i]
+		}
+	case opSub:
+		for i := range out {
+			out[i] = x[i] - y[i]
+		}
+	case opMul:
+		for i := range out {
+			out[i] = x[i] * y[i]
+		}
+	case opDiv:
+		for i := range out {
+			out[i] = x[i] / y[i]
+		}
+	default:
+		for i := range out {
+			out[i] = binOp(op, kind, x[i], y[i])
 		}
 	}
 }

@@ -270,13 +270,38 @@ func binaryShape(op opKind, x, y *node) []int {
 		return cloneInts(x.shape)
 	case x.size == 1 && (len(x.shape) == 0 || len(x.shape) == len(y.shape)):
 		return cloneInts(y.shape)
+	case isRow(y.shape, x.shape):
+		return cloneInts(x.shape)
+	case isRow(x.shape, y.shape):
+		return cloneInts(y.shape)
 	}
 	shapePanic("%v: operand shapes %v and %v differ", op, x.shape, y.shape)
 	return nil
 }
 
-// binary builds an elementwise operation. A single element broadcast to
-// the other operand's shape is used as it is: the kernels broadcast it.
+// isRow reports whether an operand of shape row, repeated, fills shape:
+// the same rank, leading axes of length 1, the trailing ones equal, and more
+// than one element (a "row" of the whole, in row-major order).
+func isRow(row, shape []int) bool {
+	if len(row) != len(shape) || sizeOf(row) < 2 || sameShape(row, shape) {
+		return false
+	}
+	lead := true
+	for i, d := range row {
+		switch {
+		case lead && d == 1:
+		case d == shape[i]:
+			lead = false
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// binary builds an elementwise operation. A single element or a row (see
+// isRow) broadcast to the other operand's shape is used as it is: the
+// kernels repeat it.
 func (b *builder) binary(op opKind, x, y *node) *node {
 	shape := binaryShape(op, x, y)
 	x, y = b.unbroadcastOne(x, y, shape)
@@ -296,10 +321,14 @@ func (b *builder) unbroadcastOne(x, y *node, shape []int) (*node, *node) {
 }
 
 // unbroadcast returns the single element that a broadcasts (through
-// reshapes) when a has the operation's full shape, and a otherwise.
+// reshapes), or the row that a broadcasts directly, when a has the
+// operation's full shape, and a otherwise.
 func (b *builder) unbroadcast(a *node, shape []int) *node {
 	if a.size == 1 || !sameShape(a.shape, shape) {
 		return a
+	}
+	if a.op == opBroadcast && isRow(a.args[0].shape, shape) {
+		return a.args[0]
 	}
 	r := a
 	for r.op == opBroadcast || r.op == opReshape {

@@ -47,7 +47,7 @@ func TestKernels(t *testing.T) {
 // large enough to run in parallel.
 func TestMatmul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
-	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}} {
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}, {301, 32, 290}, {40, 500, 70}, {70, 500, 40}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
 			if tr[0] {

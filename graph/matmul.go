@@ -19,8 +19,13 @@ import (
 // cores by rows. Everything else goes to gonum's BLAS (or OpenBLAS with the
 // openblas build tag).
 
-// narrow is the widest output handled by the kernels below.
-const narrow = 32
+// narrow is the widest output handled by the kernels below for any inner
+// dimension; shortK is the longest inner dimension for which they handle
+// any output (the rows of a stay in the first-level cache across blocks).
+const (
+	narrow = 32
+	shortK = 64
+)
 
 // parallelWork is the number of multiply-adds above which a product is
 // split across cores.
@@ -58,11 +63,18 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	case k == 0:
 		clear(out)
 		return
-	case n <= narrow && !tx:
+	case (n <= narrow || k <= shortK) && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
 	case n <= narrow:
 		mulNarrowT(out, x, m, k, n, y, sp, sj)
+		return
+	case m <= narrow:
+		// A narrow result transposed: outᵀ = op(y)ᵀ·op(x)ᵀ.
+		t := getScratch(n * m)
+		matmulInto(*t, y, x, ys, xs, !ty, !tx)
+		transposeInto(out, *t, []int{n, m}, []int{1, 0})
+		scratch.Put(t)
 		return
 	}
 	ta, tb := blas.NoTrans, blas.NoTrans
@@ -112,29 +124,37 @@ func packB(dst, b []float64, k, n, sp, sj, j0 int) {
 }
 
 // mulNarrow computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
-// B[p][j] = b[p·sp+j·sj]), n at most narrow.
+// B[p][j] = b[p·sp+j·sj]), with n at most narrow or k at most shortK: B is
+// packed block after block, and each group of four rows of a is multiplied
+// by every block while it is in cache.
 func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
-	bp := getScratch(k * kw)
+	nb := (n + kw - 1) / kw
+	bp := getScratch(nb * k * kw)
 	defer scratch.Put(bp)
-	for j0 := 0; j0 < n; j0 += kw {
-		packB(*bp, b, k, n, sp, sj, j0)
-		w := min(kw, n-j0)
-		blocks := m / 4
-		split(blocks, blocks*4*k*kw, func(lo, hi int) {
-			var c [4 * kw]float64
-			for i := 4 * lo; i < 4*hi; i += 4 {
-				kern4x12(a[i*k:], k, *bp, k, &c)
+	for q := 0; q < nb; q++ {
+		packB((*bp)[q*k*kw:(q+1)*k*kw], b, k, n, sp, sj, q*kw)
+	}
+	blocks := m / 4
+	split(blocks, blocks*4*k*nb*kw, func(lo, hi int) {
+		var c [4 * kw]float64
+		for i := 4 * lo; i < 4*hi; i += 4 {
+			for q := 0; q < nb; q++ {
+				j0, w := q*kw, min(kw, n-q*kw)
+				kern4x12(a[i*k:], k, (*bp)[q*k*kw:], k, &c)
 				for r := 0; r < 4; r++ {
 					copy(out[(i+r)*n+j0:(i+r)*n+j0+w], c[r*kw:r*kw+w])
 				}
 			}
-		})
-		for i := 4 * blocks; i < m; i++ { // the last m mod 4 rows
-			oi := out[i*n+j0 : i*n+j0+w]
+		}
+	})
+	for i := 4 * blocks; i < m; i++ { // the last m mod 4 rows
+		for q := 0; q < nb; q++ {
+			j0, w := q*kw, min(kw, n-q*kw)
+			oi, bq := out[i*n+j0:i*n+j0+w], (*bp)[q*k*kw:(q+1)*k*kw]
 			clear(oi)
 			for p, v := range a[i*k : (i+1)*k] {
 				for j := range oi {
-					oi[j] += v * (*bp)[p*kw+j]
+					oi[j] += v * bq[p*kw+j]
 				}
 			}
 		}
