@@ -2,6 +2,7 @@ package graph
 
 import (
 	"math"
+	"sort"
 )
 
 // program is a compiled, pruned list of steps that computes a set of output
@@ -386,6 +387,8 @@ func evalBinary(n *node, out, x, y []float64) {
 			for i, v := range x {
 				out[i] = v * c
 			}
+		case opCmp:
+			cmpInto(kind, out, x, y)
 		default:
 			for i, v := range x {
 				out[i] = binOp(n.op, kind, v, c)
@@ -427,9 +430,74 @@ func evalSame(op opKind, kind int, out, x, y []float64) {
 		for i := range out {
 			out[i] = x[i] / y[i]
 		}
+	case opCmp:
+		cmpInto(kind, out, x, y)
 	default:
 		for i := range out {
 			out[i] = binOp(op, kind, x[i], y[i])
+		}
+	}
+}
+
+// cmpInto sets out[i] to 1 where x[i] compares true with y[i] (or y[0]
+// when y has one element), 0 elsewhere, with a loop per comparison rather
+// than a call per element.
+func cmpInto(kind int, out, x, y []float64) {
+	x = x[:len(out)]
+	step := 1
+	if len(y) == 1 {
+		step = 0
+	} else {
+		y = y[:len(out)]
+	}
+	switch kind {
+	case cmpLT:
+		for i, v := range x {
+			if v < y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
+		}
+	case cmpGT:
+		for i, v := range x {
+			if v > y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
+		}
+	case cmpLE:
+		for i, v := range x {
+			if v <= y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
+		}
+	case cmpGE:
+		for i, v := range x {
+			if v >= y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
+		}
+	case cmpEQ:
+		for i, v := range x {
+			if v == y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
+		}
+	case cmpNE:
+		for i, v := range x {
+			if v != y[i*step] {
+				out[i] = 1
+			} else {
+				out[i] = 0
+			}
 		}
 	}
 }
@@ -539,13 +607,37 @@ func walk(oshape, istr []int, f func(o, i int)) {
 }
 
 func transposeInto(out, x []float64, shape, perm []int) {
-	if len(shape) == 2 {
-		r, c := shape[0], shape[1]
-		for i := 0; i < r; i++ {
-			row := x[i*c : (i+1)*c]
-			for j, v := range row {
-				out[j*r+i] = v
-			}
+	// Merge runs of output axes that are adjacent input axes in order: a
+	// batched 2-D transpose ((n, h, w, c) to (n, c, h, w) is (n, hw, c) to
+	// (n, c, hw)) takes the tiled loop. cs holds the merged sizes in output
+	// order, start the first input axis of each.
+	var cs, start []int
+	for i := 0; i < len(perm); i++ {
+		size, j := shape[perm[i]], i
+		for j+1 < len(perm) && perm[j+1] == perm[j]+1 {
+			j++
+			size *= shape[perm[j]]
+		}
+		cs, start = append(cs, size), append(start, perm[i])
+		i = j
+	}
+	// order lists the merged output axes in input order.
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return start[order[a]] < start[order[b]] })
+	switch {
+	case len(cs) == 1:
+		copy(out, x)
+		return
+	case len(cs) == 2:
+		transpose2(out, x, cs[1], cs[0])
+		return
+	case len(cs) == 3 && order[0] == 0 && order[1] == 2 && order[2] == 1:
+		r, c := cs[2], cs[1] // input rows and columns of each batch element
+		for b := 0; b < cs[0]; b++ {
+			transpose2(out[b*r*c:(b+1)*r*c], x[b*r*c:(b+1)*r*c], r, c)
 		}
 		return
 	}
@@ -557,6 +649,24 @@ func transposeInto(out, x []float64, shape, perm []int) {
 		ostr[i] = is[p]
 	}
 	walk(oshape, ostr, func(o, i int) { out[o] = x[i] })
+}
+
+// transpose2 writes the transpose of the r×c matrix x to out, in tiles
+// that stay in cache.
+func transpose2(out, x []float64, r, c int) {
+	const tile = 16
+	for i0 := 0; i0 < r; i0 += tile {
+		i1 := min(i0+tile, r)
+		for j0 := 0; j0 < c; j0 += tile {
+			j1 := min(j0+tile, c)
+			for i := i0; i < i1; i++ {
+				row := x[i*c : i*c+j1]
+				for j := j0; j < j1; j++ {
+					out[j*r+i] = row[j]
+				}
+			}
+		}
+	}
 }
 
 func broadcastInto(out, x []float64, ishape, oshape []int) {
@@ -649,17 +759,23 @@ func im2colInto(col, im []float64, shape []int, p convParams) {
 		img := im[b*ch*h*w : (b+1)*ch*h*w]
 		for or := 0; or < oh; or++ {
 			for oc := 0; oc < ow; oc++ {
+				c0 := oc*p.sW - p.padW
 				for k := 0; k < ch; k++ {
 					for kr := 0; kr < p.kh; kr++ {
+						dst := col[c : c+p.kw]
+						c += p.kw
 						r := or*p.sH - p.padH + kr*p.dH
-						for kc := 0; kc < p.kw; kc++ {
-							cc := oc*p.sW - p.padW + kc*p.dW
-							if r < 0 || r >= h || cc < 0 || cc >= w {
-								col[c] = 0
+						if r < 0 || r >= h {
+							clear(dst)
+							continue
+						}
+						row := img[(k*h+r)*w : (k*h+r+1)*w]
+						for kc := range dst {
+							if cc := c0 + kc*p.dW; uint(cc) < uint(w) {
+								dst[kc] = row[cc]
 							} else {
-								col[c] = img[(k*h+r)*w+cc]
+								dst[kc] = 0
 							}
-							c++
 						}
 					}
 				}
@@ -673,23 +789,26 @@ func im2colInto(col, im []float64, shape []int, p convParams) {
 func col2imInto(im, col []float64, shape []int, p convParams) {
 	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
-	for i := range im {
-		im[i] = 0
-	}
+	clear(im)
 	c := 0
 	for b := 0; b < nb; b++ {
 		img := im[b*ch*h*w : (b+1)*ch*h*w]
 		for or := 0; or < oh; or++ {
 			for oc := 0; oc < ow; oc++ {
+				c0 := oc*p.sW - p.padW
 				for k := 0; k < ch; k++ {
 					for kr := 0; kr < p.kh; kr++ {
+						src := col[c : c+p.kw]
+						c += p.kw
 						r := or*p.sH - p.padH + kr*p.dH
-						for kc := 0; kc < p.kw; kc++ {
-							cc := oc*p.sW - p.padW + kc*p.dW
-							if r >= 0 && r < h && cc >= 0 && cc < w {
-								img[(k*h+r)*w+cc] += col[c]
+						if r < 0 || r >= h {
+							continue
+						}
+						row := img[(k*h+r)*w : (k*h+r+1)*w]
+						for kc, v := range src {
+							if cc := c0 + kc*p.dW; uint(cc) < uint(w) {
+								row[cc] += v
 							}
-							c++
 						}
 					}
 				}
@@ -698,10 +817,28 @@ func col2imInto(im, col []float64, shape []int, p convParams) {
 	}
 }
 
+// pool2x2 is the common 2×2 pooling with stride 2 and no padding.
+var pool2x2 = poolParams{kh: 2, kw: 2, sH: 2, sW: 2}
+
 // poolArgmax returns, for output window (or, oc) of one channel plane, the
 // plane offset of its largest element (the first one on ties); padding
-// never wins.
-func poolArgmax(plane []float64, h, w, or, oc int, p poolParams) int {
+// never wins. fast says that p is pool2x2.
+func poolArgmax(plane []float64, h, w, or, oc int, p poolParams, fast bool) int {
+	if fast {
+		i := 2*or*w + 2*oc
+		q := plane[i : i+w+2]
+		bi, best := 0, q[0]
+		if q[1] > best {
+			bi, best = 1, q[1]
+		}
+		if q[w] > best {
+			bi, best = w, q[w]
+		}
+		if q[w+1] > best {
+			bi = w + 1
+		}
+		return i + bi
+	}
 	best, bi := math.Inf(-1), -1
 	for kr := 0; kr < p.kh; kr++ {
 		r := or*p.sH - p.padN + kr
@@ -725,13 +862,14 @@ func poolGatherInto(out, src, val []float64, shape []int, p poolParams) {
 	h, w := shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]
+	fast := p == pool2x2
 	o := 0
 	for pl := 0; pl < planes; pl++ {
 		s := src[pl*h*w : (pl+1)*h*w]
 		v := val[pl*h*w : (pl+1)*h*w]
 		for or := 0; or < oh; or++ {
 			for oc := 0; oc < ow; oc++ {
-				out[o] = v[poolArgmax(s, h, w, or, oc, p)]
+				out[o] = v[poolArgmax(s, h, w, or, oc, p, fast)]
 				o++
 			}
 		}
@@ -742,6 +880,7 @@ func poolScatterInto(out, src, g []float64, shape []int, p poolParams) {
 	h, w := shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]
+	fast := p == pool2x2
 	for i := range out {
 		out[i] = 0
 	}
@@ -751,7 +890,7 @@ func poolScatterInto(out, src, g []float64, shape []int, p poolParams) {
 		dst := out[pl*h*w : (pl+1)*h*w]
 		for or := 0; or < oh; or++ {
 			for oc := 0; oc < ow; oc++ {
-				dst[poolArgmax(s, h, w, or, oc, p)] += g[o]
+				dst[poolArgmax(s, h, w, or, oc, p, fast)] += g[o]
 				o++
 			}
 		}
