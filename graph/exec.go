@@ -443,6 +443,7 @@ func evalSame(op opKind, kind int, out, x, y []float64) {
 // when y has one element), 0 elsewhere, with a loop per comparison rather
 // than a call per element.
 func cmpInto(kind int, out, x, y []float64) {
+	const one = 0x3ff0000000000000 // the bits of 1.0: conditional moves, not branches
 	x = x[:len(out)]
 	step := 1
 	if len(y) == 1 {
@@ -453,51 +454,51 @@ func cmpInto(kind int, out, x, y []float64) {
 	switch kind {
 	case cmpLT:
 		for i, v := range x {
+			var t uint64
 			if v < y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	case cmpGT:
 		for i, v := range x {
+			var t uint64
 			if v > y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	case cmpLE:
 		for i, v := range x {
+			var t uint64
 			if v <= y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	case cmpGE:
 		for i, v := range x {
+			var t uint64
 			if v >= y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	case cmpEQ:
 		for i, v := range x {
+			var t uint64
 			if v == y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	case cmpNE:
 		for i, v := range x {
+			var t uint64
 			if v != y[i*step] {
-				out[i] = 1
-			} else {
-				out[i] = 0
+				t = one
 			}
+			out[i] = math.Float64frombits(t)
 		}
 	}
 }

@@ -6,12 +6,12 @@ package graph
 // kw is the number of columns of a packed block of the right-hand factor.
 const kw = 12
 
-// kern4x12Go sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
-// p < k.
-func kern4x12Go(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
-	*c = [4 * kw]float64{}
+// kern4x12Go sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4,
+// j < kw, p < k.
+func kern4x12Go(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
 	for i := 0; i < 4; i++ {
-		ai, ci := a[i*lda:i*lda+k], c[i*kw:(i+1)*kw]
+		ai, ci := a[i*lda:i*lda+k], c[i*ldc:i*ldc+kw]
+		clear(ci)
 		for p, v := range ai {
 			for j, w := range b[p*kw : (p+1)*kw] {
 				ci[j] += v * w

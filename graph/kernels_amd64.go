@@ -12,7 +12,7 @@ func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
 //go:noescape
-func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
+func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64, ldc int)
 
 //go:noescape
 func kernT4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
@@ -37,15 +37,15 @@ var useAVX2 = func() bool {
 	return ebx7&(1<<5) != 0 // AVX2
 }()
 
-// kern4x12 sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
+// kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
 // p < k: four rows of a times a packed block of b.
-func kern4x12(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
+func kern4x12(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
 	if !useAVX2 || k == 0 {
-		kern4x12Go(a, lda, b, k, c)
+		kern4x12Go(a, lda, b, k, c, ldc)
 		return
 	}
-	_, _ = a[3*lda+k-1], b[kw*k-1]
-	kern4x12AVX(&a[0], lda, &b[0], k, &c[0])
+	_, _, _ = a[3*lda+k-1], b[kw*k-1], c[3*ldc+kw-1]
+	kern4x12AVX(&a[0], lda, &b[0], k, &c[0], ldc)
 }
 
 // kernT4x12 adds Σ_p a[p·lda+i]·b[kw·p+j] to c[kw·i+j] for i < 4, j < kw,

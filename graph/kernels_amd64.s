@@ -109,11 +109,11 @@ expdone:
 	VFMADD231PD Y13, Y15, c1 \
 	VFMADD231PD Y14, Y15, c2
 
-// func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
-// sets c[12i+j] = Σ_p a[i·lda+p]·b[12p+j] for i < 4, j < 12, p < k: four
+// func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+// sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[12p+j] for i < 4, j < 12, p < k: four
 // rows of a times a packed block of twelve columns, the 4×12 result held in
 // twelve registers.
-TEXT ·kern4x12AVX(SB), NOSPLIT, $0-40
+TEXT ·kern4x12AVX(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	SHLQ $3, BX
@@ -156,18 +156,23 @@ k4loop:
 	JMP  k4loop
 
 k4done:
+	MOVQ ldc+40(FP), BX
+	SHLQ $3, BX
 	VMOVUPD Y0, (DX)
 	VMOVUPD Y1, 32(DX)
 	VMOVUPD Y2, 64(DX)
-	VMOVUPD Y3, 96(DX)
-	VMOVUPD Y4, 128(DX)
-	VMOVUPD Y5, 160(DX)
-	VMOVUPD Y6, 192(DX)
-	VMOVUPD Y7, 224(DX)
-	VMOVUPD Y8, 256(DX)
-	VMOVUPD Y9, 288(DX)
-	VMOVUPD Y10, 320(DX)
-	VMOVUPD Y11, 352(DX)
+	ADDQ BX, DX
+	VMOVUPD Y3, (DX)
+	VMOVUPD Y4, 32(DX)
+	VMOVUPD Y5, 64(DX)
+	ADDQ BX, DX
+	VMOVUPD Y6, (DX)
+	VMOVUPD Y7, 32(DX)
+	VMOVUPD Y8, 64(DX)
+	ADDQ BX, DX
+	VMOVUPD Y9, (DX)
+	VMOVUPD Y10, 32(DX)
+	VMOVUPD Y11, 64(DX)
 	VZEROUPPER
 	RET
 

@@ -4,10 +4,10 @@ package graph
 
 import "math"
 
-// kern4x12 sets c[kw·i+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
+// kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
 // p < k: four rows of a times a packed block of b.
-func kern4x12(a []float64, lda int, b []float64, k int, c *[4 * kw]float64) {
-	kern4x12Go(a, lda, b, k, c)
+func kern4x12(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	kern4x12Go(a, lda, b, k, c, ldc)
 }
 
 // kernT4x12 adds Σ_p a[p·lda+i]·b[kw·p+j] to c[kw·i+j] for i < 4, j < kw,

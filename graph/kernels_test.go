@@ -21,9 +21,9 @@ func TestKernels(t *testing.T) {
 	for k := 0; k <= 40; k++ {
 		lda := k + 3
 		a, b := vec(4*lda), vec(kw*k)
-		var got, want [4 * kw]float64
-		kern4x12(a, lda, b, k, &got)
-		kern4x12Go(a, lda, b, k, &want)
+		got, want := make([]float64, 4*kw+5), make([]float64, 4*kw+5)
+		kern4x12(a, lda, b, k, got, kw+1) // ldc wider than a block
+		kern4x12Go(a, lda, b, k, want, kw+1)
 		for i := range got {
 			if math.Abs(got[i]-want[i]) > 1e-14*(math.Abs(want[i])+1) {
 				t.Errorf("k = %d: kern4x12[%d] = %v, want %v", k, i, got[i], want[i])

@@ -116,8 +116,14 @@ func packB(dst, b []float64, k, n, sp, sj, j0 int) {
 	w := min(kw, n-j0)
 	for p := 0; p < k; p++ {
 		row := dst[p*kw : (p+1)*kw]
-		for j := 0; j < w; j++ {
-			row[j] = b[p*sp+(j0+j)*sj]
+		if sj == 1 {
+			for j, v := range b[p*sp+j0 : p*sp+j0+w] {
+				row[j] = v
+			}
+		} else {
+			for j := 0; j < w; j++ {
+				row[j] = b[p*sp+(j0+j)*sj]
+			}
 		}
 		clear(row[w:])
 	}
@@ -140,9 +146,15 @@ func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		for i := 4 * lo; i < 4*hi; i += 4 {
 			for q := 0; q < nb; q++ {
 				j0, w := q*kw, min(kw, n-q*kw)
-				kern4x12(a[i*k:], k, (*bp)[q*k*kw:], k, &c)
+				if w == kw { // a whole block: straight into out
+					kern4x12(a[i*k:], k, (*bp)[q*k*kw:], k, out[i*n+j0:], n)
+					continue
+				}
+				kern4x12(a[i*k:], k, (*bp)[q*k*kw:], k, c[:], kw)
 				for r := 0; r < 4; r++ {
-					copy(out[(i+r)*n+j0:(i+r)*n+j0+w], c[r*kw:r*kw+w])
+					for j, v := range c[r*kw : r*kw+w] {
+						out[(i+r)*n+j0+j] = v
+					}
 				}
 			}
 		}
