@@ -701,8 +701,8 @@ func broadcastInto(out, x []float64, ishape, oshape []int) {
 
 func logSoftmax(out, x []float64, outer, mid, inner int) {
 	if inner == 1 {
-		// Rows: shift each by its maximum, one vector exponential over
-		// all of them, then subtract the logarithms of the row sums.
+		// Rows: shift each by its maximum, vector exponentials over blocks
+		// of rows, then subtract the logarithms of the row sums.
 		for o := 0; o < outer; o++ {
 			row, dst := x[o*mid:(o+1)*mid], out[o*mid:(o+1)*mid]
 			m := math.Inf(-1)
@@ -713,20 +713,36 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 				dst[j] = v - m
 			}
 		}
-		e := getScratch(outer * mid)
-		expInto(*e, out[:outer*mid])
-		for o := 0; o < outer; o++ {
-			s := 0.0
-			for _, v := range (*e)[o*mid : (o+1)*mid] {
-				s += v
+		// The exponentials go to a buffer on the stack, a block of rows
+		// at a time (a row at a time from the pool for rows longer than
+		// the buffer), so that no buffer the size of the data is kept.
+		var buf [4096]float64
+		rows := max(1, len(buf)/mid)
+		for o0 := 0; o0 < outer; o0 += rows {
+			o1 := min(outer, o0+rows)
+			seg := out[o0*mid : o1*mid]
+			e := buf[:min(len(seg), len(buf))]
+			var p *[]float64
+			if len(seg) > len(buf) {
+				p = getScratch(len(seg))
+				e = *p
 			}
-			l := math.Log(s)
-			dst := out[o*mid : (o+1)*mid]
-			for j := range dst {
-				dst[j] -= l
+			expInto(e, seg)
+			for o := o0; o < o1; o++ {
+				s := 0.0
+				for _, v := range e[(o-o0)*mid : (o-o0+1)*mid] {
+					s += v
+				}
+				l := math.Log(s)
+				dst := out[o*mid : (o+1)*mid]
+				for j := range dst {
+					dst[j] -= l
+				}
+			}
+			if p != nil {
+				putScratch(p)
 			}
 		}
-		scratch.Put(e)
 		return
 	}
 	for o := 0; o < outer; o++ {

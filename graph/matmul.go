@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"math/bits"
 	"runtime"
 	"sync"
 
@@ -31,15 +32,26 @@ const (
 // split across cores.
 const parallelWork = 1 << 21
 
-var scratch = sync.Pool{New: func() any { return new([]float64) }}
+// scratch holds temporary buffers by size class (capacity 2^c), so that
+// buffers of different sizes do not evict each other and a steady run
+// allocates nothing.
+var scratch [64]sync.Pool
 
+// getScratch returns a buffer of length n from the pool; putScratch
+// returns it.
 func getScratch(n int) *[]float64 {
-	p := scratch.Get().(*[]float64)
-	if cap(*p) < n {
-		*p = make([]float64, n)
+	c := bits.Len(uint(max(n, 1) - 1))
+	p, _ := scratch[c].Get().(*[]float64)
+	if p == nil {
+		b := make([]float64, 1<<c)
+		p = &b
 	}
 	*p = (*p)[:n]
 	return p
+}
+
+func putScratch(p *[]float64) {
+	scratch[bits.Len(uint(cap(*p)-1))].Put(p)
 }
 
 // matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
@@ -74,7 +86,7 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 		t := getScratch(n * m)
 		matmulInto(*t, y, x, ys, xs, !ty, !tx)
 		transposeInto(out, *t, []int{n, m}, []int{1, 0})
-		scratch.Put(t)
+		putScratch(t)
 		return
 	}
 	ta, tb := blas.NoTrans, blas.NoTrans
@@ -136,7 +148,7 @@ func packB(dst, b []float64, k, n, sp, sj, j0 int) {
 func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	nb := (n + kw - 1) / kw
 	bp := getScratch(nb * k * kw)
-	defer scratch.Put(bp)
+	defer putScratch(bp)
 	for q := 0; q < nb; q++ {
 		packB((*bp)[q*k*kw:(q+1)*k*kw], b, k, n, sp, sj, q*kw)
 	}
@@ -173,68 +185,80 @@ func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	}
 }
 
+// maxChunk bounds rowChunk, so that a chunk's packed rows of B fit in a
+// buffer on the stack (24 KiB).
+const maxChunk = 256
+
 // rowChunk is the number of rows of the data that mulNarrowT multiplies
 // at a time for each block of four columns, so that they stay in cache:
 // about 384 KiB of them.
 func rowChunk(m int) int {
-	return max(8, 49152/max(m, 1))
+	return min(maxChunk, max(8, 49152/max(m, 1)))
 }
 
 // mulNarrowT computes out (m×n) = aᵀ·B for a (k×m, row-major) and B (k×n,
-// B[p][j] = b[p·sp+j·sj]), n at most narrow: each core accumulates the
-// product of its rows, chunk by chunk, then the parts are added.
+// B[p][j] = b[p·sp+j·sj]), n at most narrow. The rows are split between
+// the cores and taken a chunk at a time; each chunk of B is packed, block
+// after block, and multiplied with every group of four columns of a while
+// the chunk of a is in cache. Each core accumulates its part, then the
+// parts are added.
 func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	parts := runtime.GOMAXPROCS(0)
 	if k*m*n < parallelWork || parts < 2 || k < 2*parts {
 		parts = 1
 	}
-	bp := getScratch(k * kw)
-	acc := getScratch(parts * m * kw)
-	defer scratch.Put(bp)
-	defer scratch.Put(acc)
+	nb := (n + kw - 1) / kw
+	size := nb * m * kw // one part: block jb holds columns jb·kw, … of the m rows of out
+	acc := getScratch(parts * size)
+	defer putScratch(acc)
+	clear(*acc)
 	chunk := rowChunk(m)
 	m4 := m &^ 3
-	for j0 := 0; j0 < n; j0 += kw {
-		packB(*bp, b, k, n, sp, sj, j0)
-		clear(*acc)
-		var wg sync.WaitGroup
-		for q := 0; q < parts; q++ {
-			lo, hi := k*q/parts, k*(q+1)/parts
-			part := (*acc)[q*m*kw : (q+1)*m*kw]
-			run := func() {
-				for p0 := lo; p0 < hi; p0 += chunk {
-					pc := min(chunk, hi-p0)
-					for i := 0; i < m4; i += 4 {
-						kernT4x12(a[p0*m+i:], m, (*bp)[p0*kw:], pc, part[i*kw:])
-					}
-					for i := m4; i < m; i++ { // the last m mod 4 columns
-						ci := part[i*kw : (i+1)*kw]
-						for p := p0; p < p0+pc; p++ {
-							v := a[p*m+i]
-							for j, w := range (*bp)[p*kw : (p+1)*kw] {
-								ci[j] += v * w
-							}
+	run := func(q int) {
+		lo, hi := k*q/parts, k*(q+1)/parts
+		part := (*acc)[q*size : (q+1)*size]
+		var pk [maxChunk * kw]float64
+		for p0 := lo; p0 < hi; p0 += chunk {
+			pc := min(chunk, hi-p0)
+			for jb := 0; jb < nb; jb++ {
+				packB(pk[:pc*kw], b[p0*sp:], pc, n, sp, sj, jb*kw)
+				pj := part[jb*m*kw : (jb+1)*m*kw]
+				for i := 0; i < m4; i += 4 {
+					kernT4x12(a[p0*m+i:], m, pk[:], pc, pj[i*kw:])
+				}
+				for i := m4; i < m; i++ { // the last m mod 4 columns
+					ci := pj[i*kw : (i+1)*kw]
+					for p := 0; p < pc; p++ {
+						v := a[(p0+p)*m+i]
+						for j, w := range pk[p*kw : (p+1)*kw] {
+							ci[j] += v * w
 						}
 					}
 				}
 			}
-			if parts == 1 {
-				run()
-				continue
-			}
+		}
+	}
+	if parts == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for q := 0; q < parts; q++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				run()
+				run(q)
 			}()
 		}
 		wg.Wait()
 		for q := 1; q < parts; q++ {
-			floats.Add((*acc)[:m*kw], (*acc)[q*m*kw:(q+1)*m*kw])
+			floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
 		}
-		w := min(kw, n-j0)
+	}
+	for jb := 0; jb < nb; jb++ {
+		j0, w := jb*kw, min(kw, n-jb*kw)
+		pj := (*acc)[jb*m*kw : (jb+1)*m*kw]
 		for i := 0; i < m; i++ {
-			copy(out[i*n+j0:i*n+j0+w], (*acc)[i*kw:i*kw+w])
+			copy(out[i*n+j0:i*n+j0+w], pj[i*kw:i*kw+w])
 		}
 	}
 }
