@@ -18,6 +18,15 @@ func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64, ldc int)
 func kernT4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
 
 //go:noescape
+func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int)
+
+//go:noescape
+func kernT32x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+
+//go:noescape
+func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+
+//go:noescape
 func expAVX(dst, src *float64, n int) int
 
 var useAVX2 = func() bool {
@@ -36,6 +45,49 @@ var useAVX2 = func() bool {
 	_, ebx7, _, _ := cpuid(7, 0)
 	return ebx7&(1<<5) != 0 // AVX2
 }()
+
+// useAVX512 reports whether the processor has AVX-512 (foundation) and the
+// operating system saves its registers (opmask and all 512 bits of the 32
+// vector registers).
+var useAVX512 = useAVX2 && func() bool {
+	_, ebx7, _, _ := cpuid(7, 0)
+	if ebx7&(1<<16) == 0 {
+		return false
+	}
+	xcr0, _ := xgetbv()
+	return xcr0&0xe6 == 0xe6
+}()
+
+// kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
+// j < 5, p < k, k a multiple of 8: four rows of a dotted with five rows of
+// bt. It needs AVX-512.
+func kernDot4x5(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
+	if k == 0 {
+		kernDot4x5Go(a, lda, bt, ldb, k, c, ldc)
+		return
+	}
+	_, _, _ = a[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
+	kernDot4x5AVX512(&a[0], lda, &bt[0], ldb, k, &c[0], ldc)
+}
+
+// kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
+// p < k. It needs AVX-512.
+func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	if k == 0 {
+		return
+	}
+	_, _, _ = a[(k-1)*lda+31], b[5*k-1], c[4*ldc+31]
+	kernT32x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc)
+}
+
+// kernT8x5 is kernT32x5 for eight columns of a.
+func kernT8x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	if k == 0 {
+		return
+	}
+	_, _, _ = a[(k-1)*lda+7], b[5*k-1], c[4*ldc+7]
+	kernT8x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc)
+}
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
 // p < k: four rows of a times a packed block of b.

@@ -233,3 +233,242 @@ kt4done:
 	VMOVUPD Y11, 352(DX)
 	VZEROUPPER
 	RET
+
+// HSUM1 sums the lanes of z (y and x its lower halves) into x's first
+// lane and stores it at off(DX); Z25 is scratch.
+#define HSUM1(z, y, x, off) \
+	VEXTRACTF64X4 $1, z, Y25 \
+	VADDPD Y25, y, y \
+	VEXTRACTF32X4 $1, y, X25 \
+	VADDPD X25, x, x \
+	VPERMILPD $1, x, X25 \
+	VADDSD X25, x, x \
+	VMOVSD x, off(DX)
+
+// HSUM5 stores the lane sums of five accumulators at DX, DX+8, …, DX+32.
+#define HSUM5(z0, z1, z2, z3, z4, y0, y1, y2, y3, y4, x0, x1, x2, x3, x4) \
+	HSUM1(z0, y0, x0, 0) \
+	HSUM1(z1, y1, x1, 8) \
+	HSUM1(z2, y2, x2, 16) \
+	HSUM1(z3, y3, x3, 24) \
+	HSUM1(z4, y4, x4, 32)
+
+// LOAD4 and STORE4 move four vectors of eight between r and z0–z3.
+#define LOAD4(r, z0, z1, z2, z3) \
+	VMOVUPD (r), z0 \
+	VMOVUPD 64(r), z1 \
+	VMOVUPD 128(r), z2 \
+	VMOVUPD 192(r), z3
+
+#define STORE4(r, z0, z1, z2, z3) \
+	VMOVUPD z0, (r) \
+	VMOVUPD z1, 64(r) \
+	VMOVUPD z2, 128(r) \
+	VMOVUPD z3, 192(r)
+
+// FMA4 multiplies the four vectors Z20–Z23 by the broadcast Z24 into
+// c0–c3.
+#define FMA4(c0, c1, c2, c3) \
+	VFMADD231PD Z20, Z24, c0 \
+	VFMADD231PD Z21, Z24, c1 \
+	VFMADD231PD Z22, Z24, c2 \
+	VFMADD231PD Z23, Z24, c3
+
+// The AVX-512 kernels: 32 vector registers of eight float64.
+
+// func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int)
+// sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4, j < 5, p < k, k a
+// multiple of 8: four rows of a dotted with five rows of bt, eight terms
+// at a time in twenty accumulators, summed across lanes at the end.
+TEXT ·kernDot4x5AVX512(SB), NOSPLIT, $0-56
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), AX
+	SHLQ $3, AX
+	LEAQ (SI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	MOVQ bt+16(FP), DI
+	MOVQ ldb+24(FP), AX
+	SHLQ $3, AX
+	LEAQ (DI)(AX*1), R11
+	LEAQ (R11)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), BX
+	MOVQ k+32(FP), CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	VPXORQ Z16, Z16, Z16
+	VPXORQ Z17, Z17, Z17
+	VPXORQ Z18, Z18, Z18
+	VPXORQ Z19, Z19, Z19
+	XORQ AX, AX
+
+d45loop:
+	CMPQ AX, CX
+	JGE  d45done
+	PREFETCHT0 2048(SI)(AX*8) // the rows of a stream from memory: ask ahead
+	PREFETCHT0 2048(R8)(AX*8)
+	PREFETCHT0 2048(R9)(AX*8)
+	PREFETCHT0 2048(R10)(AX*8)
+	VMOVUPD (SI)(AX*8), Z20
+	VMOVUPD (R8)(AX*8), Z21
+	VMOVUPD (R9)(AX*8), Z22
+	VMOVUPD (R10)(AX*8), Z23
+	VMOVUPD (DI)(AX*8), Z24
+	VFMADD231PD Z24, Z20, Z0
+	VFMADD231PD Z24, Z21, Z5
+	VFMADD231PD Z24, Z22, Z10
+	VFMADD231PD Z24, Z23, Z15
+	VMOVUPD (R11)(AX*8), Z24
+	VFMADD231PD Z24, Z20, Z1
+	VFMADD231PD Z24, Z21, Z6
+	VFMADD231PD Z24, Z22, Z11
+	VFMADD231PD Z24, Z23, Z16
+	VMOVUPD (R12)(AX*8), Z24
+	VFMADD231PD Z24, Z20, Z2
+	VFMADD231PD Z24, Z21, Z7
+	VFMADD231PD Z24, Z22, Z12
+	VFMADD231PD Z24, Z23, Z17
+	VMOVUPD (R13)(AX*8), Z24
+	VFMADD231PD Z24, Z20, Z3
+	VFMADD231PD Z24, Z21, Z8
+	VFMADD231PD Z24, Z22, Z13
+	VFMADD231PD Z24, Z23, Z18
+	VMOVUPD (BX)(AX*8), Z24
+	VFMADD231PD Z24, Z20, Z4
+	VFMADD231PD Z24, Z21, Z9
+	VFMADD231PD Z24, Z22, Z14
+	VFMADD231PD Z24, Z23, Z19
+	ADDQ $8, AX
+	JMP  d45loop
+
+d45done:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), AX
+	SHLQ $3, AX
+	HSUM5(Z0, Z1, Z2, Z3, Z4, Y0, Y1, Y2, Y3, Y4, X0, X1, X2, X3, X4)
+	ADDQ AX, DX
+	HSUM5(Z5, Z6, Z7, Z8, Z9, Y5, Y6, Y7, Y8, Y9, X5, X6, X7, X8, X9)
+	ADDQ AX, DX
+	HSUM5(Z10, Z11, Z12, Z13, Z14, Y10, Y11, Y12, Y13, Y14, X10, X11, X12, X13, X14)
+	ADDQ AX, DX
+	HSUM5(Z15, Z16, Z17, Z18, Z19, Y15, Y16, Y17, Y18, Y19, X15, X16, X17, X18, X19)
+	VZEROUPPER
+	RET
+
+// func kernT32x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+// adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5, p < k:
+// thirty-two columns of a, transposed, times a packed block of five columns,
+// the result held transposed (one row of c per column of the block) in
+// twenty registers.
+TEXT ·kernT32x5AVX512(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	SHLQ $3, BX
+	MOVQ b+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), AX
+	SHLQ $3, AX
+	LEAQ (DX)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LOAD4(DX, Z0, Z1, Z2, Z3)
+	LOAD4(R8, Z4, Z5, Z6, Z7)
+	LOAD4(R9, Z8, Z9, Z10, Z11)
+	LOAD4(R10, Z12, Z13, Z14, Z15)
+	LOAD4(R11, Z16, Z17, Z18, Z19)
+
+t325loop:
+	TESTQ CX, CX
+	JLE   t325done
+	PREFETCHT0 (SI)(BX*8) // the same columns eight rows down
+	PREFETCHT0 64(SI)(BX*8)
+	PREFETCHT0 128(SI)(BX*8)
+	PREFETCHT0 192(SI)(BX*8)
+	VMOVUPD (SI), Z20
+	VMOVUPD 64(SI), Z21
+	VMOVUPD 128(SI), Z22
+	VMOVUPD 192(SI), Z23
+	VBROADCASTSD (DI), Z24
+	FMA4(Z0, Z1, Z2, Z3)
+	VBROADCASTSD 8(DI), Z24
+	FMA4(Z4, Z5, Z6, Z7)
+	VBROADCASTSD 16(DI), Z24
+	FMA4(Z8, Z9, Z10, Z11)
+	VBROADCASTSD 24(DI), Z24
+	FMA4(Z12, Z13, Z14, Z15)
+	VBROADCASTSD 32(DI), Z24
+	FMA4(Z16, Z17, Z18, Z19)
+	ADDQ BX, SI
+	ADDQ $40, DI
+	DECQ CX
+	JMP  t325loop
+
+t325done:
+	STORE4(DX, Z0, Z1, Z2, Z3)
+	STORE4(R8, Z4, Z5, Z6, Z7)
+	STORE4(R9, Z8, Z9, Z10, Z11)
+	STORE4(R10, Z12, Z13, Z14, Z15)
+	STORE4(R11, Z16, Z17, Z18, Z19)
+	VZEROUPPER
+	RET
+
+// func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+// is kernT32x5AVX512 for eight columns of a.
+TEXT ·kernT8x5AVX512(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ lda+8(FP), BX
+	SHLQ $3, BX
+	MOVQ b+16(FP), DI
+	MOVQ k+24(FP), CX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), AX
+	SHLQ $3, AX
+	LEAQ (DX)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	VMOVUPD (DX), Z0
+	VMOVUPD (R8), Z1
+	VMOVUPD (R9), Z2
+	VMOVUPD (R10), Z3
+	VMOVUPD (R11), Z4
+
+t85loop:
+	TESTQ CX, CX
+	JLE   t85done
+	VMOVUPD (SI), Z20
+	VFMADD231PD.BCST (DI), Z20, Z0
+	VFMADD231PD.BCST 8(DI), Z20, Z1
+	VFMADD231PD.BCST 16(DI), Z20, Z2
+	VFMADD231PD.BCST 24(DI), Z20, Z3
+	VFMADD231PD.BCST 32(DI), Z20, Z4
+	ADDQ BX, SI
+	ADDQ $40, DI
+	DECQ CX
+	JMP  t85loop
+
+t85done:
+	VMOVUPD Z0, (DX)
+	VMOVUPD Z1, (R8)
+	VMOVUPD Z2, (R9)
+	VMOVUPD Z3, (R10)
+	VMOVUPD Z4, (R11)
+	VZEROUPPER
+	RET

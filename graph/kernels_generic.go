@@ -4,6 +4,26 @@ package graph
 
 import "math"
 
+// useAVX512 is false: the AVX-512 kernels are for amd64 only.
+const useAVX512 = false
+
+// kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
+// j < 5, p < k.
+func kernDot4x5(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
+	kernDot4x5Go(a, lda, bt, ldb, k, c, ldc)
+}
+
+// kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
+// p < k.
+func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	kernTx5Go(32, a, lda, b, k, c, ldc)
+}
+
+// kernT8x5 is kernT32x5 for eight columns of a.
+func kernT8x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	kernTx5Go(8, a, lda, b, k, c, ldc)
+}
+
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,
 // p < k: four rows of a times a packed block of b.
 func kern4x12(a []float64, lda int, b []float64, k int, c []float64, ldc int) {

@@ -42,6 +42,53 @@ func TestKernels(t *testing.T) {
 	}
 }
 
+// TestKernelsAVX512 checks the AVX-512 kernels against their portable
+// versions where the processor has AVX-512.
+func TestKernelsAVX512(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	vec := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	close := func(what string, k int, got, want []float64) {
+		t.Helper()
+		for i := range got {
+			if math.Abs(got[i]-want[i]) > 1e-13*(math.Abs(want[i])+1) {
+				t.Errorf("%s, k = %d: [%d] = %v, want %v", what, k, i, got[i], want[i])
+				return
+			}
+		}
+	}
+	for k := 0; k <= 48; k++ {
+		if k%8 == 0 {
+			lda, ldb := k+5, k+3
+			a, bt := vec(4*lda), vec(5*ldb)
+			got, want := make([]float64, 3*7+5), make([]float64, 3*7+5)
+			kernDot4x5(a, lda, bt, ldb, k, got, 7)
+			kernDot4x5Go(a, lda, bt, ldb, k, want, 7)
+			close("kernDot4x5", k, got, want)
+		}
+		lda := 40
+		a, b := vec(k*lda+32), vec(5*k)
+		c := vec(4*35 + 32)
+		want := append([]float64{}, c...)
+		kernT32x5(a, lda, b, k, c, 35)
+		kernTx5Go(32, a, lda, b, k, want, 35)
+		close("kernT32x5", k, c, want)
+		c8 := vec(4*9 + 8)
+		want8 := append([]float64{}, c8...)
+		kernT8x5(a, lda, b, k, c8, 9)
+		kernTx5Go(8, a, lda, b, k, want8, 9)
+		close("kernT8x5", k, c8, want8)
+	}
+}
+
 // TestMatmul checks the narrow product kernels against a plain triple loop
 // for every transpose combination, narrow and wide outputs, with sizes
 // large enough to run in parallel.

@@ -75,8 +75,14 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	case k == 0:
 		clear(out)
 		return
+	case useAVX512 && n <= narrow && k >= 256 && !tx:
+		mulNarrowDot(out, x, m, k, n, y, sp, sj)
+		return
 	case (n <= narrow || k <= shortK) && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
+		return
+	case useAVX512 && n <= narrow && m >= 128:
+		mulNarrowT5(out, x, m, k, n, y, sp, sj)
 		return
 	case n <= narrow:
 		mulNarrowT(out, x, m, k, n, y, sp, sj)
@@ -122,12 +128,12 @@ func split(rows, work int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// packB writes columns j0, …, j0+kw−1 of B (k×n, B[p][j] = b[p·sp+j·sj])
-// to dst (k×kw, row-major), zero beyond column n.
-func packB(dst, b []float64, k, n, sp, sj, j0 int) {
-	w := min(kw, n-j0)
+// packB writes columns j0, …, j0+width−1 of B (k×n, B[p][j] =
+// b[p·sp+j·sj]) to dst (k×width, row-major), zero beyond column n.
+func packB(dst, b []float64, k, n, sp, sj, j0, width int) {
+	w := min(width, n-j0)
 	for p := 0; p < k; p++ {
-		row := dst[p*kw : (p+1)*kw]
+		row := dst[p*width : (p+1)*width]
 		if sj == 1 {
 			for j, v := range b[p*sp+j0 : p*sp+j0+w] {
 				row[j] = v
@@ -150,7 +156,7 @@ func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	bp := getScratch(nb * k * kw)
 	defer putScratch(bp)
 	for q := 0; q < nb; q++ {
-		packB((*bp)[q*k*kw:(q+1)*k*kw], b, k, n, sp, sj, q*kw)
+		packB((*bp)[q*k*kw:(q+1)*k*kw], b, k, n, sp, sj, q*kw, kw)
 	}
 	blocks := m / 4
 	split(blocks, blocks*4*k*nb*kw, func(lo, hi int) {
@@ -221,7 +227,7 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		for p0 := lo; p0 < hi; p0 += chunk {
 			pc := min(chunk, hi-p0)
 			for jb := 0; jb < nb; jb++ {
-				packB(pk[:pc*kw], b[p0*sp:], pc, n, sp, sj, jb*kw)
+				packB(pk[:pc*kw], b[p0*sp:], pc, n, sp, sj, jb*kw, kw)
 				pj := part[jb*m*kw : (jb+1)*m*kw]
 				for i := 0; i < m4; i += 4 {
 					kernT4x12(a[p0*m+i:], m, pk[:], pc, pj[i*kw:])
@@ -259,6 +265,131 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		pj := (*acc)[jb*m*kw : (jb+1)*m*kw]
 		for i := 0; i < m; i++ {
 			copy(out[i*n+j0:i*n+j0+w], pj[i*kw:i*kw+w])
+		}
+	}
+}
+
+// The AVX-512 variants. With 32 registers of eight lanes, a narrow
+// product is computed in groups of five columns with every lane used:
+// a·B as dot products of four rows of a with five columns of B, eight
+// terms at a time (mulNarrowDot), and aᵀ·B with thirty-two columns of a,
+// transposed, against five columns of B (mulNarrowT5).
+
+// mulNarrowDot computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
+// B[p][j] = b[p·sp+j·sj]), n at most narrow.
+func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
+	n5 := (n + 4) / 5 * 5
+	bt := getScratch(n5 * k) // Bᵀ, zero rows beyond n
+	defer putScratch(bt)
+	for j := 0; j < n5; j++ {
+		row := (*bt)[j*k : (j+1)*k]
+		switch {
+		case j >= n:
+			clear(row)
+		case sp == 1:
+			copy(row, b[j*sj:j*sj+k])
+		default:
+			for p := range row {
+				row[p] = b[p*sp+j*sj]
+			}
+		}
+	}
+	k8 := k &^ 7
+	dot := func(i, j int) float64 {
+		s := 0.0
+		for p, v := range a[i*k : (i+1)*k] {
+			s += v * (*bt)[j*k+p]
+		}
+		return s
+	}
+	blocks := m / 4
+	split(blocks, blocks*4*k*n5, func(lo, hi int) {
+		var c [4 * 5]float64
+		for i := 4 * lo; i < 4*hi; i += 4 {
+			for g := 0; g < n; g += 5 {
+				kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k8, c[:], 5)
+				for r := 0; r < 4; r++ {
+					ar := a[(i+r)*k : (i+r+1)*k]
+					for j := g; j < min(g+5, n); j++ {
+						s := c[r*5+j-g]
+						for p := k8; p < k; p++ { // the last k mod 8 terms
+							s += ar[p] * (*bt)[j*k+p]
+						}
+						out[(i+r)*n+j] = s
+					}
+				}
+			}
+		}
+	})
+	for i := 4 * blocks; i < m; i++ { // the last m mod 4 rows
+		for j := 0; j < n; j++ {
+			out[i*n+j] = dot(i, j)
+		}
+	}
+}
+
+// mulNarrowT5 computes out (m×n) = aᵀ·B for a (k×m, row-major) with
+// m ≥ 32 and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most narrow, as
+// mulNarrowT does but with the result transposed: each core accumulates
+// outᵀ, five rows at a time.
+func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
+	parts := runtime.GOMAXPROCS(0)
+	if k*m*n < parallelWork || parts < 2 || k < 2*parts {
+		parts = 1
+	}
+	n5 := (n + 4) / 5 * 5
+	size := n5 * m
+	acc := getScratch(parts * size)
+	defer putScratch(acc)
+	clear(*acc)
+	chunk := rowChunk(m)
+	m32, m8 := m&^31, m&^7
+	run := func(q int) {
+		lo, hi := k*q/parts, k*(q+1)/parts
+		part := (*acc)[q*size : (q+1)*size]
+		var pk [maxChunk * 5]float64
+		for p0 := lo; p0 < hi; p0 += chunk {
+			pc := min(chunk, hi-p0)
+			for g := 0; g < n; g += 5 {
+				packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g, 5)
+				ct := part[g*m:]
+				ap := a[p0*m:]
+				for i := 0; i < m32; i += 32 {
+					kernT32x5(ap[i:], m, pk[:], pc, ct[i:], m)
+				}
+				for i := m32; i < m8; i += 8 {
+					kernT8x5(ap[i:], m, pk[:], pc, ct[i:], m)
+				}
+				for i := m8; i < m; i++ { // the last m mod 8 columns
+					for p := 0; p < pc; p++ {
+						v := ap[p*m+i]
+						for j, w := range pk[p*5 : p*5+5] {
+							ct[j*m+i] += v * w
+						}
+					}
+				}
+			}
+		}
+	}
+	if parts == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for q := 0; q < parts; q++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(q)
+			}()
+		}
+		wg.Wait()
+		for q := 1; q < parts; q++ {
+			floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
+		}
+	}
+	for j := 0; j < n; j++ {
+		for i, v := range (*acc)[j*m : (j+1)*m] {
+			out[i*n+j] = v
 		}
 	}
 }
