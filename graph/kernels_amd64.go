@@ -18,13 +18,13 @@ func kern4x12AVX(a *float64, lda int, b *float64, k int, c *float64, ldc int)
 func kernT4x12AVX(a *float64, lda int, b *float64, k int, c *float64)
 
 //go:noescape
-func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int)
+func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int, tail int)
 
 //go:noescape
 func kernT32x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
 
 //go:noescape
-func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
+func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
 
 //go:noescape
 func expAVX(dst, src *float64, n int) int
@@ -59,15 +59,15 @@ var useAVX512 = useAVX2 && func() bool {
 }()
 
 // kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
-// j < 5, p < k, k a multiple of 8: four rows of a dotted with five rows of
-// bt. It needs AVX-512.
+// j < 5, p < k: four rows of a dotted with five rows of bt. It needs
+// AVX-512.
 func kernDot4x5(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
 	if k == 0 {
 		kernDot4x5Go(a, lda, bt, ldb, k, c, ldc)
 		return
 	}
 	_, _, _ = a[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
-	kernDot4x5AVX512(&a[0], lda, &bt[0], ldb, k, &c[0], ldc)
+	kernDot4x5AVX512(&a[0], lda, &bt[0], ldb, k&^7, &c[0], ldc, 1<<(k&7)-1)
 }
 
 // kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
@@ -80,13 +80,14 @@ func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
 	kernT32x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc)
 }
 
-// kernT8x5 is kernT32x5 for eight columns of a.
-func kernT8x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	if k == 0 {
+// kernTx5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols ≤ 8,
+// j < 5, p < k. It needs AVX-512.
+func kernTx5(cols int, a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	if k == 0 || cols == 0 {
 		return
 	}
-	_, _, _ = a[(k-1)*lda+7], b[5*k-1], c[4*ldc+7]
-	kernT8x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc)
+	_, _, _ = a[(k-1)*lda+cols-1], b[5*k-1], c[4*ldc+cols-1]
+	kernT8x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
 }
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,

@@ -276,11 +276,13 @@ kt4done:
 
 // The AVX-512 kernels: 32 vector registers of eight float64.
 
-// func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int)
-// sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4, j < 5, p < k, k a
-// multiple of 8: four rows of a dotted with five rows of bt, eight terms
-// at a time in twenty accumulators, summed across lanes at the end.
-TEXT ·kernDot4x5AVX512(SB), NOSPLIT, $0-56
+// func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int, tail int)
+// sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4, j < 5,
+// p < k + popcount(tail), k a multiple of 8: four rows of a dotted with five
+// rows of bt, eight terms at a time in twenty accumulators, then the last
+// terms under the mask tail (bit l: term k + l), summed across lanes at the
+// end.
+TEXT ·kernDot4x5AVX512(SB), NOSPLIT, $0-64
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), AX
 	SHLQ $3, AX
@@ -357,6 +359,41 @@ d45loop:
 	JMP  d45loop
 
 d45done:
+	MOVQ tail+56(FP), DX
+	TESTQ DX, DX
+	JZ   d45sum
+	KMOVW DX, K1
+	VMOVUPD.Z (SI)(AX*8), K1, Z20
+	VMOVUPD.Z (R8)(AX*8), K1, Z21
+	VMOVUPD.Z (R9)(AX*8), K1, Z22
+	VMOVUPD.Z (R10)(AX*8), K1, Z23
+	VMOVUPD.Z (DI)(AX*8), K1, Z24
+	VFMADD231PD Z24, Z20, Z0
+	VFMADD231PD Z24, Z21, Z5
+	VFMADD231PD Z24, Z22, Z10
+	VFMADD231PD Z24, Z23, Z15
+	VMOVUPD.Z (R11)(AX*8), K1, Z24
+	VFMADD231PD Z24, Z20, Z1
+	VFMADD231PD Z24, Z21, Z6
+	VFMADD231PD Z24, Z22, Z11
+	VFMADD231PD Z24, Z23, Z16
+	VMOVUPD.Z (R12)(AX*8), K1, Z24
+	VFMADD231PD Z24, Z20, Z2
+	VFMADD231PD Z24, Z21, Z7
+	VFMADD231PD Z24, Z22, Z12
+	VFMADD231PD Z24, Z23, Z17
+	VMOVUPD.Z (R13)(AX*8), K1, Z24
+	VFMADD231PD Z24, Z20, Z3
+	VFMADD231PD Z24, Z21, Z8
+	VFMADD231PD Z24, Z22, Z13
+	VFMADD231PD Z24, Z23, Z18
+	VMOVUPD.Z (BX)(AX*8), K1, Z24
+	VFMADD231PD Z24, Z20, Z4
+	VFMADD231PD Z24, Z21, Z9
+	VFMADD231PD Z24, Z22, Z14
+	VFMADD231PD Z24, Z23, Z19
+
+d45sum:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), AX
 	SHLQ $3, AX
@@ -429,9 +466,10 @@ t325done:
 	VZEROUPPER
 	RET
 
-// func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
-// is kernT32x5AVX512 for eight columns of a.
-TEXT ·kernT8x5AVX512(SB), NOSPLIT, $0-48
+// func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
+// is kernT32x5AVX512 for the columns i < 8 of a selected by mask (bit i),
+// reading and writing only those.
+TEXT ·kernT8x5AVX512(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ lda+8(FP), BX
 	SHLQ $3, BX
@@ -444,16 +482,18 @@ TEXT ·kernT8x5AVX512(SB), NOSPLIT, $0-48
 	LEAQ (R8)(AX*1), R9
 	LEAQ (R9)(AX*1), R10
 	LEAQ (R10)(AX*1), R11
-	VMOVUPD (DX), Z0
-	VMOVUPD (R8), Z1
-	VMOVUPD (R9), Z2
-	VMOVUPD (R10), Z3
-	VMOVUPD (R11), Z4
+	MOVQ mask+48(FP), AX
+	KMOVW AX, K1
+	VMOVUPD.Z (DX), K1, Z0
+	VMOVUPD.Z (R8), K1, Z1
+	VMOVUPD.Z (R9), K1, Z2
+	VMOVUPD.Z (R10), K1, Z3
+	VMOVUPD.Z (R11), K1, Z4
 
 t85loop:
 	TESTQ CX, CX
 	JLE   t85done
-	VMOVUPD (SI), Z20
+	VMOVUPD.Z (SI), K1, Z20
 	VFMADD231PD.BCST (DI), Z20, Z0
 	VFMADD231PD.BCST 8(DI), Z20, Z1
 	VFMADD231PD.BCST 16(DI), Z20, Z2
@@ -465,10 +505,10 @@ t85loop:
 	JMP  t85loop
 
 t85done:
-	VMOVUPD Z0, (DX)
-	VMOVUPD Z1, (R8)
-	VMOVUPD Z2, (R9)
-	VMOVUPD Z3, (R10)
-	VMOVUPD Z4, (R11)
+	VMOVUPD Z0, K1, (DX)
+	VMOVUPD Z1, K1, (R8)
+	VMOVUPD Z2, K1, (R9)
+	VMOVUPD Z3, K1, (R10)
+	VMOVUPD Z4, K1, (R11)
 	VZEROUPPER
 	RET

@@ -19,9 +19,10 @@ func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
 	kernTx5Go(32, a, lda, b, k, c, ldc)
 }
 
-// kernT8x5 is kernT32x5 for eight columns of a.
-func kernT8x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	kernTx5Go(8, a, lda, b, k, c, ldc)
+// kernTx5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols ≤ 8,
+// j < 5, p < k.
+func kernTx5(cols int, a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+	kernTx5Go(cols, a, lda, b, k, c, ldc)
 }
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,

@@ -75,13 +75,13 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	case k == 0:
 		clear(out)
 		return
-	case useAVX512 && n <= narrow && k >= 256 && !tx:
+	case useAVX512 && n <= narrow && k > shortK && !tx:
 		mulNarrowDot(out, x, m, k, n, y, sp, sj)
 		return
 	case (n <= narrow || k <= shortK) && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
-	case useAVX512 && n <= narrow && m >= 128:
+	case useAVX512 && n <= narrow && m >= 32:
 		mulNarrowT5(out, x, m, k, n, y, sp, sj)
 		return
 	case n <= narrow:
@@ -294,7 +294,6 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 			}
 		}
 	}
-	k8 := k &^ 7
 	dot := func(i, j int) float64 {
 		s := 0.0
 		for p, v := range a[i*k : (i+1)*k] {
@@ -307,15 +306,10 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		var c [4 * 5]float64
 		for i := 4 * lo; i < 4*hi; i += 4 {
 			for g := 0; g < n; g += 5 {
-				kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k8, c[:], 5)
+				kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k, c[:], 5)
 				for r := 0; r < 4; r++ {
-					ar := a[(i+r)*k : (i+r+1)*k]
 					for j := g; j < min(g+5, n); j++ {
-						s := c[r*5+j-g]
-						for p := k8; p < k; p++ { // the last k mod 8 terms
-							s += ar[p] * (*bt)[j*k+p]
-						}
-						out[(i+r)*n+j] = s
+						out[(i+r)*n+j] = c[r*5+j-g]
 					}
 				}
 			}
@@ -343,7 +337,7 @@ func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	defer putScratch(acc)
 	clear(*acc)
 	chunk := rowChunk(m)
-	m32, m8 := m&^31, m&^7
+	m32 := m &^ 31
 	run := func(q int) {
 		lo, hi := k*q/parts, k*(q+1)/parts
 		part := (*acc)[q*size : (q+1)*size]
@@ -357,16 +351,8 @@ func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 				for i := 0; i < m32; i += 32 {
 					kernT32x5(ap[i:], m, pk[:], pc, ct[i:], m)
 				}
-				for i := m32; i < m8; i += 8 {
-					kernT8x5(ap[i:], m, pk[:], pc, ct[i:], m)
-				}
-				for i := m8; i < m; i++ { // the last m mod 8 columns
-					for p := 0; p < pc; p++ {
-						v := ap[p*m+i]
-						for j, w := range pk[p*5 : p*5+5] {
-							ct[j*m+i] += v * w
-						}
-					}
+				for i := m32; i < m; i += 8 {
+					kernTx5(min(8, m-i), ap[i:], m, pk[:], pc, ct[i:], m)
 				}
 			}
 		}
