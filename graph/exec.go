@@ -377,35 +377,82 @@ func evalBinary(n *node, out, x, y []float64) {
 	case len(x) == len(y):
 		evalSame(n.op, kind, out, x, y)
 	case len(y) == 1:
-		c := y[0]
-		switch n.op {
-		case opAdd:
-			for i, v := range x {
-				out[i] = v + c
-			}
-		case opMul:
-			for i, v := range x {
-				out[i] = v * c
-			}
-		case opCmp:
-			cmpInto(kind, out, x, y)
-		default:
-			for i, v := range x {
-				out[i] = binOp(n.op, kind, v, c)
-			}
-		}
+		evalScalarY(n.op, kind, out, x, y[0])
 	case len(x) == 1:
-		c := x[0]
-		for i, v := range y {
-			out[i] = binOp(n.op, kind, c, v)
-		}
-	case len(y) < len(x): // y is a row, repeated
+		evalScalarX(n.op, kind, out, x[0], y)
+	case len(y) < len(x) && isRow(n.args[1].shape, n.shape): // y repeated
 		for r := 0; r < len(x); r += len(y) {
 			evalSame(n.op, kind, out[r:r+len(y)], x[r:r+len(y)], y)
 		}
-	default: // x is a row, repeated
+	case len(y) < len(x): // each element of y over a block of x
+		l := len(x) / len(y)
+		for r, c := range y {
+			evalScalarY(n.op, kind, out[r*l:(r+1)*l], x[r*l:(r+1)*l], c)
+		}
+	case isRow(n.args[0].shape, n.shape): // x repeated
 		for r := 0; r < len(y); r += len(x) {
 			evalSame(n.op, kind, out[r:r+len(x)], x, y[r:r+len(x)])
+		}
+	default: // each element of x over a block of y
+		l := len(y) / len(x)
+		for r, c := range x {
+			evalScalarX(n.op, kind, out[r*l:(r+1)*l], c, y[r*l:(r+1)*l])
+		}
+	}
+}
+
+// evalScalarY evaluates an elementwise operation of x and the number c.
+func evalScalarY(op opKind, kind int, out, x []float64, c float64) {
+	x = x[:len(out)]
+	switch op {
+	case opAdd:
+		for i, v := range x {
+			out[i] = v + c
+		}
+	case opSub:
+		for i, v := range x {
+			out[i] = v - c
+		}
+	case opMul:
+		for i, v := range x {
+			out[i] = v * c
+		}
+	case opDiv:
+		for i, v := range x {
+			out[i] = v / c
+		}
+	case opCmp:
+		cmpInto(kind, out, x, []float64{c})
+	default:
+		for i, v := range x {
+			out[i] = binOp(op, kind, v, c)
+		}
+	}
+}
+
+// evalScalarX evaluates an elementwise operation of the number c and y.
+func evalScalarX(op opKind, kind int, out []float64, c float64, y []float64) {
+	y = y[:len(out)]
+	switch op {
+	case opAdd:
+		for i, v := range y {
+			out[i] = c + v
+		}
+	case opSub:
+		for i, v := range y {
+			out[i] = c - v
+		}
+	case opMul:
+		for i, v := range y {
+			out[i] = c * v
+		}
+	case opDiv:
+		for i, v := range y {
+			out[i] = c / v
+		}
+	default:
+		for i, v := range y {
+			out[i] = binOp(op, kind, c, v)
 		}
 	}
 }
@@ -707,7 +754,9 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 			row, dst := x[o*mid:(o+1)*mid], out[o*mid:(o+1)*mid]
 			m := math.Inf(-1)
 			for _, v := range row {
-				m = max(m, v)
+				if v > m {
+					m = v
+				}
 			}
 			for j, v := range row {
 				dst[j] = v - m

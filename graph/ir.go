@@ -270,9 +270,9 @@ func binaryShape(op opKind, x, y *node) []int {
 		return cloneInts(x.shape)
 	case x.size == 1 && (len(x.shape) == 0 || len(x.shape) == len(y.shape)):
 		return cloneInts(y.shape)
-	case isRow(y.shape, x.shape):
+	case isRow(y.shape, x.shape) || isCol(y.shape, x.shape):
 		return cloneInts(x.shape)
-	case isRow(x.shape, y.shape):
+	case isRow(x.shape, y.shape) || isCol(x.shape, y.shape):
 		return cloneInts(y.shape)
 	}
 	shapePanic("%v: operand shapes %v and %v differ", op, x.shape, y.shape)
@@ -299,9 +299,29 @@ func isRow(row, shape []int) bool {
 	return true
 }
 
-// binary builds an elementwise operation. A single element or a row (see
-// isRow) broadcast to the other operand's shape is used as it is: the
-// kernels repeat it.
+// isCol reports whether an operand of shape col, each element repeated,
+// fills shape: the same rank, the leading axes equal, trailing axes of
+// length 1, and more than one element (a "column" of the whole).
+func isCol(col, shape []int) bool {
+	if len(col) != len(shape) || sizeOf(col) < 2 || sameShape(col, shape) {
+		return false
+	}
+	lead := true
+	for i, d := range col {
+		switch {
+		case lead && d == shape[i]:
+		case d == 1:
+			lead = false
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// binary builds an elementwise operation. A single element, a row (see
+// isRow) or a column (isCol) broadcast to the other operand's shape is used
+// as it is: the kernels repeat it.
 func (b *builder) binary(op opKind, x, y *node) *node {
 	shape := binaryShape(op, x, y)
 	x, y = b.unbroadcastOne(x, y, shape)
@@ -321,14 +341,14 @@ func (b *builder) unbroadcastOne(x, y *node, shape []int) (*node, *node) {
 }
 
 // unbroadcast returns the single element that a broadcasts (through
-// reshapes), or the row that a broadcasts directly, when a has the
-// operation's full shape, and a otherwise.
+// reshapes), or the row or column that a broadcasts directly, when a has
+// the operation's full shape, and a otherwise.
 func (b *builder) unbroadcast(a *node, shape []int) *node {
 	if a.size == 1 || !sameShape(a.shape, shape) {
 		return a
 	}
-	if a.op == opBroadcast && isRow(a.args[0].shape, shape) {
-		return a.args[0]
+	if src := a.args; a.op == opBroadcast && (isRow(src[0].shape, shape) || isCol(src[0].shape, shape)) {
+		return src[0]
 	}
 	r := a
 	for r.op == opBroadcast || r.op == opReshape {

@@ -306,6 +306,10 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		var c [4 * 5]float64
 		for i := 4 * lo; i < 4*hi; i += 4 {
 			for g := 0; g < n; g += 5 {
+				if g+5 <= n { // a whole group: straight into out
+					kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k, out[i*n+g:], n)
+					continue
+				}
 				kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k, c[:], 5)
 				for r := 0; r < 4; r++ {
 					for j := g; j < min(g+5, n); j++ {
