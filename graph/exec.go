@@ -2,7 +2,10 @@ package graph
 
 import (
 	"math"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // program is a compiled, pruned list of steps that computes a set of output
@@ -140,6 +143,8 @@ func (p *program) need(outs ...int) []bool {
 // exec runs the steps selected by mode, restricted to mask when it is not
 // nil.
 func (p *program) exec(mask []bool, mode int) {
+	running.Add(1)
+	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
 		switch {
@@ -165,10 +170,11 @@ func (p *program) exec(mask []bool, mode int) {
 func eval(n *node, out []float64, in [][]float64) {
 	switch {
 	case n.op.unary():
-		evalUnary(n.op, out, in[0])
+		x := in[0]
+		splitElems(len(out), 1, func(lo, hi int) { evalUnary(n.op, out[lo:hi], x[lo:hi]) })
 		return
 	case n.op.binary():
-		evalBinary(n, out, in[0], in[1])
+		evalBinaryParallel(n, out, in[0], in[1])
 		return
 	}
 	a := n.args
@@ -208,7 +214,12 @@ func eval(n *node, out []float64, in [][]float64) {
 		matmulInto(out, in[0], in[1], a[0].shape, a[1].shape, n.ints[0] == 1, n.ints[1] == 1)
 	case opLogSoftmax:
 		outer, mid, inner := split3(n.shape, n.axis)
-		logSoftmax(out, in[0], outer, mid, inner)
+		if inner != 1 {
+			logSoftmax(out, in[0], outer, mid, inner)
+			break
+		}
+		x := in[0]
+		splitElems(len(out), mid, func(lo, hi int) { logSoftmax(out[lo:hi], x[lo:hi], (hi-lo)/mid, mid, 1) })
 	case opIm2Col:
 		im2colInto(out, in[0], a[0].shape, convFrom(n.ints))
 	case opCol2Im:
@@ -398,6 +409,68 @@ func evalBinary(n *node, out, x, y []float64) {
 		for r, c := range x {
 			evalScalarX(n.op, kind, out[r*l:(r+1)*l], c, y[r*l:(r+1)*l])
 		}
+	}
+}
+
+// parallelElems is the number of elements above which an elementwise
+// operation is split across cores.
+const parallelElems = 1 << 16
+
+// running counts the programs executing now. When there are as many as
+// cores (tasks run in parallel, as package meta does), the operations of
+// each run on its own goroutine: splitting them too would only make the
+// halves wait for each other.
+var running atomic.Int32
+
+// spareCores reports whether an operation may be split across cores.
+func spareCores(parts int) bool {
+	return parts >= 2 && int(running.Load()) < parts
+}
+
+// splitElems runs f on ranges [lo, hi) covering [0, n) whose bounds are
+// multiples of grain, in parallel when n is at least parallelElems.
+func splitElems(n, grain int, f func(lo, hi int)) {
+	parts := runtime.GOMAXPROCS(0)
+	units := n / grain
+	if n < parallelElems || !spareCores(parts) || units < parts {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		lo, hi := units*p/parts*grain, units*(p+1)/parts*grain
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	f(0, units/parts*grain)
+	wg.Wait()
+}
+
+// evalBinaryParallel is evalBinary split across cores for large outputs:
+// by elements, or by whole rows and columns when one operand repeats.
+func evalBinaryParallel(n *node, out, x, y []float64) {
+	switch {
+	case len(out) < parallelElems:
+		evalBinary(n, out, x, y)
+	case len(x) == len(y):
+		splitElems(len(out), 1, func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo:hi], y[lo:hi]) })
+	case len(y) == 1:
+		splitElems(len(out), 1, func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo:hi], y) })
+	case len(x) == 1:
+		splitElems(len(out), 1, func(lo, hi int) { evalBinary(n, out[lo:hi], x, y[lo:hi]) })
+	case len(y) < len(x) && isRow(n.args[1].shape, n.shape):
+		splitElems(len(out), len(y), func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo:hi], y) })
+	case len(y) < len(x):
+		l := len(x) / len(y)
+		splitElems(len(out), l, func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo:hi], y[lo/l:hi/l]) })
+	case isRow(n.args[0].shape, n.shape):
+		splitElems(len(out), len(x), func(lo, hi int) { evalBinary(n, out[lo:hi], x, y[lo:hi]) })
+	default:
+		l := len(y) / len(x)
+		splitElems(len(out), l, func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo/l:hi/l], y[lo:hi]) })
 	}
 }
 

@@ -112,7 +112,7 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 // work is large enough.
 func split(rows, work int, f func(lo, hi int)) {
 	parts := runtime.GOMAXPROCS(0)
-	if work < parallelWork || parts < 2 || rows < 2*parts {
+	if work < parallelWork || !spareCores(parts) || rows < 2*parts {
 		f(0, rows)
 		return
 	}
@@ -210,7 +210,7 @@ func rowChunk(m int) int {
 // parts are added.
 func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	parts := runtime.GOMAXPROCS(0)
-	if k*m*n < parallelWork || parts < 2 || k < 2*parts {
+	if k*m*n < parallelWork || !spareCores(parts) || k < 2*parts {
 		parts = 1
 	}
 	nb := (n + kw - 1) / kw
@@ -332,7 +332,7 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 // outᵀ, five rows at a time.
 func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	parts := runtime.GOMAXPROCS(0)
-	if k*m*n < parallelWork || parts < 2 || k < 2*parts {
+	if k*m*n < parallelWork || !spareCores(parts) || k < 2*parts {
 		parts = 1
 	}
 	n5 := (n + 4) / 5 * 5
