@@ -823,10 +823,11 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 	if inner == 1 {
 		// Rows: shift each by its maximum, vector exponentials over blocks
 		// of rows, then subtract the logarithms of the row sums.
-		for o := 0; o < outer; o++ {
-			row, dst := x[o*mid:(o+1)*mid], out[o*mid:(o+1)*mid]
-			m := math.Inf(-1)
-			for _, v := range row {
+		x, out := x[:outer*mid], out[:outer*mid]
+		for r := 0; r < len(x); r += mid {
+			row, dst := x[r:r+mid], out[r:r+mid]
+			m := row[0]
+			for _, v := range row[1:] {
 				if v > m {
 					m = v
 				}
@@ -850,13 +851,13 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 				e = *p
 			}
 			expInto(e, seg)
-			for o := o0; o < o1; o++ {
+			for r := 0; r < len(seg); r += mid {
 				s := 0.0
-				for _, v := range e[(o-o0)*mid : (o-o0+1)*mid] {
+				for _, v := range e[r : r+mid] {
 					s += v
 				}
 				l := math.Log(s)
-				dst := out[o*mid : (o+1)*mid]
+				dst := seg[r : r+mid]
 				for j := range dst {
 					dst[j] -= l
 				}

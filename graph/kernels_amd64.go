@@ -29,6 +29,9 @@ func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int,
 //go:noescape
 func expAVX(dst, src *float64, n int) int
 
+//go:noescape
+func expAVX512(dst, src *float64, n int) int
+
 var useAVX2 = func() bool {
 	maxLeaf, _, _, _ := cpuid(0, 0)
 	if maxLeaf < 7 {
@@ -112,12 +115,20 @@ func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
 	kernT4x12AVX(&a[0], lda, &b[0], k, &c[0])
 }
 
-// expInto writes exp(x[i]) to dst[i]; dst has x's length. Groups of four
-// in [−700, 700] take the vector kernel (within 1 ulp of math.Exp); the
-// others, and the tail, math.Exp.
-func expInto(dst, x []float64) {
+// expInto writes exp(x[i]) to dst[i]; dst has x's length. Groups of eight
+// (AVX-512) or four (AVX2) in [−700, 700] take the vector kernels (within
+// 2 ulp of math.Exp); the others, and the tail, math.Exp.
+func expInto(dst, x []float64) { expIntoWith(dst, x, useAVX512) }
+
+// expIntoWith is expInto with the AVX-512 kernel or without it.
+func expIntoWith(dst, x []float64, avx512 bool) {
 	dst = dst[:len(x)]
 	i := 0
+	if avx512 && len(x) >= 8 {
+		// Up to the first group of eight with an element outside the
+		// fast range; from there on, by fours.
+		i = expAVX512(&dst[0], &x[0], len(x)&^7)
+	}
 	if useAVX2 {
 		head := len(x) &^ 3
 		for i < head {

@@ -512,3 +512,51 @@ t85done:
 	VMOVUPD Z4, K1, (R11)
 	VZEROUPPER
 	RET
+
+// func expAVX512(dst, src *float64, n int) int
+// is expAVX eight at a time, n a multiple of 8.
+TEXT ·expAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+exp8loop:
+	CMPQ AX, CX
+	JGE  exp8done
+	VMOVUPD (SI)(AX*8), Z0
+	VANDPD.BCST expAbs<>(SB), Z0, Z1
+	VCMPPD.BCST $6, expBound<>(SB), Z1, K1 // !(|x| <= 700), true for NaN
+	KORTESTW K1, K1
+	JNZ  exp8done
+	VMULPD.BCST expLog2e<>(SB), Z0, Z2
+	VRNDSCALEPD $0, Z2, Z2                  // k
+	VMOVAPD Z0, Z3
+	VFNMADD231PD.BCST expLn2Hi<>(SB), Z2, Z3 // r = x − k·ln2Hi
+	VFNMADD231PD.BCST expLn2Lo<>(SB), Z2, Z3 // r −= k·ln2Lo
+	VBROADCASTSD expC13<>(SB), Z4
+	VFMADD213PD.BCST expC12<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC11<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC10<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC9<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC8<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC7<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC6<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC5<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC4<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC3<>(SB), Z3, Z4
+	VFMADD213PD.BCST expC2<>(SB), Z3, Z4
+	VFMADD213PD.BCST expOne<>(SB), Z3, Z4
+	VFMADD213PD.BCST expOne<>(SB), Z3, Z4   // exp(r)
+	VCVTPD2DQ Z2, Y5
+	VPMOVSXDQ Y5, Z5
+	VPSLLQ  $52, Z5, Z5
+	VPADDQ  Z5, Z4, Z4                      // ·2^k
+	VMOVUPD Z4, (DI)(AX*8)
+	ADDQ    $8, AX
+	JMP     exp8loop
+
+exp8done:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

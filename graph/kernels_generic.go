@@ -38,7 +38,10 @@ func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
 }
 
 // expInto writes exp(x[i]) to dst[i]; dst has x's length.
-func expInto(dst, x []float64) {
+func expInto(dst, x []float64) { expIntoWith(dst, x, false) }
+
+// expIntoWith is expInto (there is no AVX-512 kernel here).
+func expIntoWith(dst, x []float64, _ bool) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		dst[i] = math.Exp(v)

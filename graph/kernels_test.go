@@ -173,8 +173,17 @@ func TestExpInto(t *testing.T) {
 	special := []float64{0, math.Copysign(0, -1), 700, -700, math.Nextafter(700, 800), 709.78, 709.79, 710, -708, -740, -745.2, -746,
 		math.Inf(1), math.Inf(-1), math.NaN(), 1e-300, -1e-300, math.SmallestNonzeroFloat64, 1, -1, 0.5 * math.Ln2, -0.5 * math.Ln2}
 	x = append(x, special...)
+	for _, avx512 := range []bool{false, true} {
+		if avx512 && !useAVX512 {
+			continue
+		}
+		testExpWith(t, x, special, avx512)
+	}
+}
+
+func testExpWith(t *testing.T, x, special []float64, avx512 bool) {
 	got := make([]float64, len(x))
-	expInto(got, x)
+	expIntoWith(got, x, avx512)
 	worst, over1 := 0.0, 0
 	for i, v := range x {
 		u := ulps(got[i], math.Exp(v))
@@ -195,11 +204,11 @@ func TestExpInto(t *testing.T) {
 	if over1 > len(x)/1000 {
 		t.Errorf("%d of %d values more than 1 ulp from math.Exp", over1, len(x))
 	}
-	t.Logf("worst difference from math.Exp: %.2f ulp; %d of %d values more than 1 ulp away", worst, over1, len(x))
+	t.Logf("AVX-512 %v: worst difference from math.Exp: %.2f ulp; %d of %d values more than 1 ulp away", avx512, worst, over1, len(x))
 	for n := 0; n <= 13; n++ {
 		src := append([]float64{0}, special[:n]...)[1:]
 		dst := make([]float64, n+1)[1:]
-		expInto(dst, src)
+		expIntoWith(dst, src, avx512)
 		for i, v := range src {
 			if ulps(dst[i], math.Exp(v)) > 2 {
 				t.Errorf("n = %d: exp(%v) = %v, want %v", n, v, dst[i], math.Exp(v))
