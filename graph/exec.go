@@ -260,9 +260,7 @@ func evalUnary(op opKind, out, x []float64) {
 	case opExp:
 		expInto(out, x)
 	case opLog:
-		for i, v := range x {
-			out[i] = math.Log(v)
-		}
+		logInto(out, x)
 	case opLog1p:
 		for i, v := range x {
 			out[i] = math.Log1p(v)
@@ -839,7 +837,7 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 		// The exponentials go to a buffer on the stack, a block of rows
 		// at a time (a row at a time from the pool for rows longer than
 		// the buffer), so that no buffer the size of the data is kept.
-		var buf [4096]float64
+		var buf, sums [4096]float64
 		rows := max(1, len(buf)/mid)
 		for o0 := 0; o0 < outer; o0 += rows {
 			o1 := min(outer, o0+rows)
@@ -851,13 +849,17 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 				e = *p
 			}
 			expInto(e, seg)
-			for r := 0; r < len(seg); r += mid {
+			ls := sums[:o1-o0]
+			for i := range ls {
 				s := 0.0
-				for _, v := range e[r : r+mid] {
+				for _, v := range e[i*mid : (i+1)*mid] {
 					s += v
 				}
-				l := math.Log(s)
-				dst := seg[r : r+mid]
+				ls[i] = s
+			}
+			logInto(ls, ls)
+			for i, l := range ls {
+				dst := seg[i*mid : (i+1)*mid]
 				for j := range dst {
 					dst[j] -= l
 				}

@@ -560,3 +560,77 @@ exp8done:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+CONST4(logMinNormal, 0x0010000000000000) // the smallest normal number
+CONST4(logMax, 0x7fefffffffffffff) // the largest finite number
+CONST4(logC3, 0x3fd5555555555555) // 1/3
+CONST4(logC5, 0x3fc999999999999a) // 1/5
+CONST4(logC7, 0x3fc2492492492492) // 1/7
+CONST4(logC9, 0x3fbc71c71c71c71c) // 1/9
+CONST4(logC11, 0x3fb745d1745d1746) // 1/11
+CONST4(logC13, 0x3fb3b13b13b13b14) // 1/13
+CONST4(logC15, 0x3fb1111111111111) // 1/15
+CONST4(logC17, 0x3fae1e1e1e1e1e1e) // 1/17
+CONST4(logC19, 0x3faaf286bca1af28) // 1/19
+CONST4(logC21, 0x3fa8618618618618) // 1/21
+CONST4(logC23, 0x3fa642c8590b2164) // 1/23
+CONST4(logC25, 0x3fa47ae147ae147b) // 1/25
+
+// func logAVX512(dst, src *float64, n int) int
+// writes log(src[i]) to dst[i] eight at a time while every element of a
+// group is a positive normal finite number, n a multiple of 8, and returns
+// the number of elements written. log(x) = e·ln 2 + log(1+f) with
+// x = (1+f)·2^e, 1+f in [3/4, 3/2) (VGETMANTPD, VGETEXPPD), and, with
+// s = f/(2+f) (|s| ≤ 1/5), log(1+f) = 2·atanh(s) = f − s(f − R),
+// R = 2s²/3 + 2s⁴/5 + … to the term 2s²⁴/25 (truncation below 2^−60): the
+// exact f leads and the rounded terms are corrections.
+TEXT ·logAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+
+log8loop:
+	CMPQ AX, CX
+	JGE  log8done
+	VMOVUPD (SI)(AX*8), Z0
+	VCMPPD.BCST $13, logMinNormal<>(SB), Z0, K1 // x ≥ the smallest normal
+	VCMPPD.BCST $2, logMax<>(SB), Z0, K2        // x ≤ the largest finite
+	KANDW K1, K2, K1
+	KMOVW K1, DX
+	CMPQ DX, $0xff
+	JNE  log8done
+	VGETMANTPD $3, Z0, Z1                       // m in [3/4, 3/2)
+	VGETEXPPD Z0, Z2                            // ⌊log2 x⌋
+	VCMPPD.BCST $1, expOne<>(SB), Z1, K3        // m < 1: x = m·2^(⌊log2 x⌋+1)
+	VADDPD.BCST expOne<>(SB), Z2, K3, Z2        // e
+	VSUBPD.BCST expOne<>(SB), Z1, Z3            // f = m − 1, exact
+	VADDPD.BCST expOne<>(SB), Z1, Z4            // 2 + f
+	VDIVPD Z4, Z3, Z6                           // s = f/(2+f)
+	VMULPD Z6, Z6, Z4                           // z = s²
+	VBROADCASTSD logC25<>(SB), Z5
+	VFMADD213PD.BCST logC23<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC21<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC19<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC17<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC15<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC13<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC11<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC9<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC7<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC5<>(SB), Z4, Z5
+	VFMADD213PD.BCST logC3<>(SB), Z4, Z5
+	VADDPD Z4, Z4, Z4
+	VMULPD Z4, Z5, Z5                           // R = 2z/3 + 2z²/5 + …
+	VSUBPD Z5, Z3, Z5                           // f − R
+	VFNMADD213PD Z3, Z6, Z5                     // log(m) = f − s(f − R)
+	VFMADD231PD.BCST expLn2Lo<>(SB), Z2, Z5     // + e·ln2Lo
+	VFMADD231PD.BCST expLn2Hi<>(SB), Z2, Z5     // + e·ln2Hi (exact product)
+	VMOVUPD Z5, (DI)(AX*8)
+	ADDQ    $8, AX
+	JMP     log8loop
+
+log8done:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

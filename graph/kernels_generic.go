@@ -47,3 +47,11 @@ func expIntoWith(dst, x []float64, _ bool) {
 		dst[i] = math.Exp(v)
 	}
 }
+
+// logInto writes log(x[i]) to dst[i]; dst has x's length.
+func logInto(dst, x []float64) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = math.Log(v)
+	}
+}
