@@ -164,6 +164,7 @@ func (p *program) exec(mask []bool, mode int) {
 		}
 		eval(st.n, p.bufs[i], in)
 	}
+	clear(p.argBuf) // hold no caller memory between runs
 }
 
 // eval computes node n into out from its argument values in.
@@ -426,7 +427,8 @@ func spareCores(parts int) bool {
 }
 
 // splitElems runs f on ranges [lo, hi) covering [0, n) whose bounds are
-// multiples of grain, in parallel when n is at least parallelElems.
+// multiples of grain, in parallel when n is at least parallelElems and
+// cores are spare.
 func splitElems(n, grain int, f func(lo, hi int)) {
 	parts := runtime.GOMAXPROCS(0)
 	units := n / grain

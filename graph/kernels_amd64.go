@@ -2,8 +2,6 @@
 
 package graph
 
-import "math"
-
 // The AVX2/FMA kernels of kernels_amd64.s, used when the processor and the
 // operating system support them (checked once, at start-up); build with the
 // purego tag to use the portable kernels of kernels.go everywhere.
@@ -120,7 +118,8 @@ func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
 
 // expInto writes exp(x[i]) to dst[i]; dst has x's length. Groups of eight
 // (AVX-512) or four (AVX2) in [−700, 700] take the vector kernels (within
-// 2 ulp of math.Exp); the others, and the tail, math.Exp.
+// 2 ulp of math.Exp), the rest expOne: every element gets the same bits
+// wherever it lies in x.
 func expInto(dst, x []float64) { expIntoWith(dst, x, useAVX512) }
 
 // expIntoWith is expInto with the AVX-512 kernel or without it.
@@ -138,20 +137,21 @@ func expIntoWith(dst, x []float64, avx512 bool) {
 			i += expAVX(&dst[i], &x[i], head-i)
 			if i < head {
 				for j := i; j < i+4; j++ {
-					dst[j] = math.Exp(x[j])
+					dst[j] = expOne(x[j])
 				}
 				i += 4
 			}
 		}
 	}
 	for ; i < len(x); i++ {
-		dst[i] = math.Exp(x[i])
+		dst[i] = expOne(x[i])
 	}
 }
 
 // logInto writes log(x[i]) to dst[i]; dst has x's length. Groups of eight
 // positive normal numbers take the AVX-512 kernel (within 1 ulp of
-// math.Log); the others, and the tail, math.Log.
+// math.Log), the rest logOne: every element gets the same bits wherever it
+// lies in x.
 func logInto(dst, x []float64) {
 	dst = dst[:len(x)]
 	i := 0
@@ -161,13 +161,13 @@ func logInto(dst, x []float64) {
 			i += logAVX512(&dst[i], &x[i], head-i)
 			if i < head {
 				for j := i; j < i+8; j++ {
-					dst[j] = math.Log(x[j])
+					dst[j] = logOne(x[j])
 				}
 				i += 8
 			}
 		}
 	}
 	for ; i < len(x); i++ {
-		dst[i] = math.Log(x[i])
+		dst[i] = logOne(x[i])
 	}
 }

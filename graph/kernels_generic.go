@@ -2,8 +2,6 @@
 
 package graph
 
-import "math"
-
 // useAVX512 is false: the AVX-512 kernels are for amd64 only.
 const useAVX512 = false
 
@@ -37,21 +35,23 @@ func kernT4x12(a []float64, lda int, b []float64, k int, c []float64) {
 	kernT4x12Go(a, lda, b, k, c)
 }
 
-// expInto writes exp(x[i]) to dst[i]; dst has x's length.
+// expInto writes exp(x[i]) to dst[i]; dst has x's length, with the bits of
+// the vector kernels of amd64 (expOne).
 func expInto(dst, x []float64) { expIntoWith(dst, x, false) }
 
 // expIntoWith is expInto (there is no AVX-512 kernel here).
 func expIntoWith(dst, x []float64, _ bool) {
 	dst = dst[:len(x)]
 	for i, v := range x {
-		dst[i] = math.Exp(v)
+		dst[i] = expOne(v)
 	}
 }
 
-// logInto writes log(x[i]) to dst[i]; dst has x's length.
+// logInto writes log(x[i]) to dst[i]; dst has x's length, with the bits of
+// the vector kernel of amd64 (logOne).
 func logInto(dst, x []float64) {
 	dst = dst[:len(x)]
 	for i, v := range x {
-		dst[i] = math.Log(v)
+		dst[i] = logOne(v)
 	}
 }
