@@ -3,7 +3,7 @@
 package graph
 
 // useAVX512 is false: the AVX-512 kernels are for amd64 only.
-const useAVX512 = false
+var useAVX512 = false
 
 // kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
 // j < 5, p < k.
