@@ -105,7 +105,9 @@ func (in *Instance) Mixed(dst []float64) { in.P.MixedXY(dst, in.Lambda, in.W, in
 // v = 0 (no tolerance test); with lin the products come from one
 // Linearization made inside the call.
 func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
-	var p implicit.Problem = in.P
+	// Without lin, a fresh HVP per product: the Problem behind an interface
+	// that hides its HVPAt, which implicit would otherwise use.
+	var p implicit.Problem = struct{ implicit.Problem }{in.P}
 	if lin {
 		p = linearized{in.P, in.P.Linearize(in.Lambda, in.W, nil)}
 	}

@@ -16,8 +16,8 @@
 // another pass. gorgonia's own Grad is not used, because its per-node
 // derivative cache makes a second Grad silently wrong. The oracles are then
 // compiled once per batch size into programs whose buffers are allocated
-// at compile time, and run on the caller's goroutine with the caller's
-// vectors bound in place. Linearize fixes (x, y) and a batch so that many
+// at compile time, and run from the caller's goroutine with the caller's
+// vectors bound in place (large operations split their rows across cores). Linearize fixes (x, y) and a batch so that many
 // Hessian-vector products reuse the forward and first backward passes.
 //
 // Check compares every oracle with central finite differences; the tests

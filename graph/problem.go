@@ -529,6 +529,22 @@ func (p *Problem) Linearize(x, y []float64, batch []int) *Linearization {
 	return l
 }
 
+// HVPAt returns the operator v ↦ ∇yy g(x, y)·v on the lower-level batch,
+// computed through a Linearization made at its first use: the first product
+// costs about one HVP, each later one only the part that depends on v. It
+// keeps x, y and batch; they must not change while it is in use. This is
+// the operator implicit.HVPOperator uses for a Problem, and so AID's CG and
+// Neumann loops.
+func (p *Problem) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
+	var l *Linearization
+	return func(dst, v []float64) {
+		if l == nil {
+			l = p.Linearize(x, y, batch)
+		}
+		l.HVP(dst, v)
+	}
+}
+
 // activate makes l the linearization its program holds.
 func (l *Linearization) activate() {
 	l.w.bind(l.p, l.pr, l.x, l.y, l.data)

@@ -401,3 +401,35 @@ func TestFixedX(t *testing.T) {
 		}
 	}
 }
+
+// TestHVPAt checks the linearized operator against HVP at two points and
+// batches used in turn (each switch recomputes the fixed part), and that
+// each product is counted once.
+func TestHVPAt(t *testing.T) {
+	p, err := Compile(ridge(ridgeA, ridgeT, 4, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, v := []float64{1, 2, 3}, []float64{0.5, -1, 2}
+	pts := []struct {
+		x     []float64
+		batch []int
+	}{{[]float64{0.1, -0.2, 0.3}, nil}, {[]float64{1, 0.5, -1}, []int{1, 2}}}
+	ops := []func(dst, v []float64){p.HVPAt(pts[0].x, y, pts[0].batch), p.HVPAt(pts[1].x, y, pts[1].batch)}
+	before := p.Stats().HessVecProducts
+	got, want := make([]float64, 3), make([]float64, 3)
+	for round := 0; round < 3; round++ {
+		for k, pt := range pts {
+			ops[k](got, v)
+			p.HVP(want, pt.x, y, v, pt.batch)
+			for i := range got {
+				if math.Abs(got[i]-want[i]) > 1e-14*(1+math.Abs(want[i])) {
+					t.Errorf("round %d, point %d: HVPAt[%d] = %v, HVP %v", round, k, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if n := p.Stats().HessVecProducts - before; n != 12 {
+		t.Errorf("%d products counted, want 12", n)
+	}
+}

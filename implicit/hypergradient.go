@@ -20,9 +20,20 @@ type Problem interface {
 	MixedXY(dst, x, y, v []float64, batch []int)
 }
 
-// HVPOperator returns the operator v ↦ ∇yy g(x, y)·v on the given batch. The
-// operator keeps x, y and batch; they must not change while it is in use.
+// Linearizer is implemented by Hessians that can fix (x, y) and a batch so
+// that repeated products share the work that does not depend on the vector
+// (graph.Problem does): HVPAt returns that operator.
+type Linearizer interface {
+	HVPAt(x, y []float64, batch []int) func(dst, v []float64)
+}
+
+// HVPOperator returns the operator v ↦ ∇yy g(x, y)·v on the given batch:
+// h's HVPAt when h is a Linearizer, h.HVP otherwise. The operator keeps x, y
+// and batch; they must not change while it is in use.
 func HVPOperator(h Hessian, x, y []float64, batch []int) Operator {
+	if l, ok := h.(Linearizer); ok {
+		return l.HVPAt(x, y, batch)
+	}
 	return func(dst, v []float64) { h.HVP(dst, x, y, v, batch) }
 }
 

@@ -175,3 +175,47 @@ func TestSolversHandleSizeOne(t *testing.T) {
 		}
 	}
 }
+
+// linToy is g(x, y) = ½ yᵀAy − xᵀy, f(x, y) = ½‖y‖² with A = [2 1; 1 2],
+// so ∇Φ(x) = A⁻¹y* at y* = A⁻¹x, with a linearized operator that counts its
+// uses.
+type linToy struct{ made, used *int }
+
+func (linToy) GradF(dx, dy, _, y []float64, _ []int) {
+	clear(dx)
+	copy(dy, y)
+}
+
+func (linToy) HVP(dst, _, _, v []float64, _ []int) {
+	dst[0], dst[1] = 2*v[0]+v[1], v[0]+2*v[1]
+}
+
+func (linToy) MixedXY(dst, _, _, v []float64, _ []int) {
+	dst[0], dst[1] = -v[0], -v[1]
+}
+
+func (p linToy) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
+	*p.made++
+	return func(dst, v []float64) {
+		*p.used++
+		p.HVP(dst, x, y, v, batch)
+	}
+}
+
+// TestHVPOperatorLinearizer checks that HVPOperator, and so Hypergradient,
+// takes a Linearizer's operator once per call and every product from it.
+func TestHVPOperatorLinearizer(t *testing.T) {
+	var made, used int
+	p := linToy{&made, &used}
+	grad := make([]float64, 2)
+	res, err := Hypergradient(grad, p, []float64{3, 0}, []float64{2, -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made != 1 || used != res.OpCalls || used == 0 {
+		t.Errorf("operator made %d times, used %d times for %d products; want 1 and all", made, used, res.OpCalls)
+	}
+	if math.Abs(grad[0]-5.0/3) > 1e-12 || math.Abs(grad[1]+4.0/3) > 1e-12 {
+		t.Errorf("hypergradient %v, want (5/3, −4/3)", grad)
+	}
+}

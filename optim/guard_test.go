@@ -100,3 +100,32 @@ func TestGuards(t *testing.T) {
 		}
 	}
 }
+
+// linFaulty is faulty with a linearized HVP operator (implicit.Linearizer)
+// that counts the operators made.
+type linFaulty struct {
+	*faulty
+	made int
+}
+
+func (p *linFaulty) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
+	p.made++
+	return func(dst, v []float64) { p.HVP(dst, x, y, v, batch) }
+}
+
+// TestGuardsLinearized: AID-BiO takes its CG products from the problem's
+// linearized operator, one per iteration, counted and checked like HVP calls:
+// an Inf in the tenth product stops the run naming the oracle and the call.
+func TestGuardsLinearized(t *testing.T) {
+	p := &linFaulty{faulty: &faulty{oracle: "HVP", from: 10, bad: math.Inf(1), quadratic: testProblem(t)}}
+	res, err := Solve(p, make([]float64, 3), make([]float64, 5), &Settings{MaxIter: 10}, AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: SGD{LR: 0.1}})
+	if err == nil || !strings.Contains(err.Error(), "oracle HVP (call 10)") || !strings.Contains(err.Error(), "iteration 2") {
+		t.Fatalf("error %v, want the Inf of HVP call 10 at iteration 2", err)
+	}
+	if p.made != 3 {
+		t.Errorf("%d linearized operators made in iterations 0–2, want 3", p.made)
+	}
+	if res.State.Iter != 2 {
+		t.Errorf("the last finite state is after %d iterations, want 2", res.State.Iter)
+	}
+}

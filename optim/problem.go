@@ -3,6 +3,8 @@ package optim
 import (
 	"fmt"
 	"math"
+
+	"github.com/gobilevel/bilevel/implicit"
 )
 
 // Problem is a compiled bilevel problem: the upper objective f(x, y) over an
@@ -137,6 +139,25 @@ func (c *counter) HVP(dst, x, y, v []float64, batch []int) {
 	c.size("HVP", "v", v, c.dy, false)
 	c.p.HVP(dst, x, y, v, batch)
 	c.vector("HVP", c.calls.HVP, dst)
+}
+
+// HVPAt is the problem's linearized operator when it has one
+// (implicit.Linearizer), each product counted and checked as HVP does; a
+// loop of HVP calls otherwise.
+func (c *counter) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
+	l, ok := c.p.(implicit.Linearizer)
+	if !ok {
+		return func(dst, v []float64) { c.HVP(dst, x, y, v, batch) }
+	}
+	c.args("HVP", x, y)
+	op := l.HVPAt(x, y, batch)
+	return func(dst, v []float64) {
+		c.calls.HVP++
+		c.size("HVP", "dst", dst, c.dy, false)
+		c.size("HVP", "v", v, c.dy, false)
+		op(dst, v)
+		c.vector("HVP", c.calls.HVP, dst)
+	}
 }
 
 func (c *counter) MixedXY(dst, x, y, v []float64, batch []int) {
