@@ -2,7 +2,8 @@
 
 package graph
 
-// useAVX512 is false: the AVX-512 kernels are for amd64 only.
+// useAVX512 is false: the AVX-512 kernels are for amd64 only. (A variable,
+// as on amd64, where the tests switch it off.)
 var useAVX512 = false
 
 // kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
