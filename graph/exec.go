@@ -898,6 +898,10 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 func im2colInto(col, im []float64, shape []int, p convParams) {
 	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
+	if p.dH == 1 && p.dW == 1 {
+		im2colPadded(col, im, nb, ch, h, w, oh, ow, p)
+		return
+	}
 	c := 0
 	for b := 0; b < nb; b++ {
 		img := im[b*ch*h*w : (b+1)*ch*h*w]
@@ -920,6 +924,44 @@ func im2colInto(col, im []float64, shape []int, p convParams) {
 							} else {
 								dst[kc] = 0
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// im2colPadded is im2colInto without dilation: each image is copied once
+// into a zero-padded plane per channel, so that every row of every patch is
+// a run of a padded row, copied without a bounds test per element.
+func im2colPadded(col, im []float64, nb, ch, h, w, oh, ow int, p convParams) {
+	ph, pw := h+2*p.padH, w+2*p.padW
+	buf := getScratch(ch * ph * pw)
+	defer putScratch(buf)
+	pad := *buf
+	clear(pad)
+	c := 0
+	for b := 0; b < nb; b++ {
+		img := im[b*ch*h*w : (b+1)*ch*h*w]
+		for k := 0; k < ch; k++ {
+			for r := 0; r < h; r++ {
+				copy(pad[(k*ph+r+p.padH)*pw+p.padW:], img[(k*h+r)*w:(k*h+r+1)*w])
+			}
+		}
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				base := or*p.sH*pw + oc*p.sW
+				for k := 0; k < ch; k++ {
+					plane := pad[k*ph*pw:]
+					for kr := 0; kr < p.kh; kr++ {
+						src := plane[base+kr*pw : base+kr*pw+p.kw]
+						dst := col[c : c+p.kw]
+						c += p.kw
+						if len(dst) == 3 { // the common 3×3: three moves, not a call
+							dst[0], dst[1], dst[2] = src[0], src[1], src[2]
+						} else {
+							copy(dst, src)
 						}
 					}
 				}
