@@ -141,16 +141,12 @@ func (c *counter) HVP(dst, x, y, v []float64, batch []int) {
 	c.vector("HVP", c.calls.HVP, dst)
 }
 
-// HVPAt is the problem's linearized operator when it has one
-// (implicit.Linearizer), each product counted and checked as HVP does; a
-// loop of HVP calls otherwise.
+// HVPAt is the problem's Hessian operator at (x, y) on batch — its
+// linearized one when it has one (implicit.Linearizer) — with each product
+// counted and checked as HVP does.
 func (c *counter) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
-	l, ok := c.p.(implicit.Linearizer)
-	if !ok {
-		return func(dst, v []float64) { c.HVP(dst, x, y, v, batch) }
-	}
 	c.args("HVP", x, y)
-	op := l.HVPAt(x, y, batch)
+	op := implicit.HVPOperator(c.p, x, y, batch)
 	return func(dst, v []float64) {
 		c.calls.HVP++
 		c.size("HVP", "dst", dst, c.dy, false)

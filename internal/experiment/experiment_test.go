@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
 	"gonum.org/v1/gonum/floats"
@@ -89,6 +90,22 @@ func TestCounting(t *testing.T) {
 	}
 	if _, ok := c.P().(optim.DenseProblem); !ok {
 		t.Error("a graph problem's Counting lost optim.DenseProblem")
+	}
+	// The linearized operator counts its products as HVP does, and gives
+	// HVP's values.
+	for i := range v {
+		v[i] = float64(i) - 2
+	}
+	op := c.P().(implicit.Linearizer).HVPAt(x, y, b)
+	want := make([]float64, 5)
+	p.HVP(want, x, y, v, b)
+	op(dy, v)
+	op(dy, v)
+	if c.Samples() != 28+3+3 || c.Drawn() != 25 {
+		t.Errorf("after two linearized products on a reused batch: Samples %d, Drawn %d; want 34 and 25", c.Samples(), c.Drawn())
+	}
+	if !floats.EqualApprox(dy, want, 1e-14) {
+		t.Errorf("linearized product %v, HVP %v", dy, want)
 	}
 }
 

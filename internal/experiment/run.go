@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/optim"
 	"gonum.org/v1/gonum/mat"
 )
@@ -264,6 +265,17 @@ func (c *Counting) GradG(dx, dy, x, y []float64, batch []int) {
 func (c *Counting) HVP(dst, x, y, v []float64, batch []int) {
 	c.add(batch, c.NumLower(), 1)
 	c.Problem.HVP(dst, x, y, v, batch)
+}
+
+// HVPAt is the wrapped problem's Hessian operator at (x, y) on batch — its
+// linearized one when it has one (implicit.Linearizer) — counting each
+// product as HVP does.
+func (c *Counting) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
+	op := implicit.HVPOperator(c.Problem, x, y, batch)
+	return func(dst, v []float64) {
+		c.add(batch, c.NumLower(), 1)
+		op(dst, v)
+	}
 }
 
 func (c *Counting) MixedXY(dst, x, y, v []float64, batch []int) {
