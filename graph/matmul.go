@@ -191,6 +191,39 @@ func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	}
 }
 
+// sumParts splits the k rows of a transposed product between the cores
+// (one part when work, the multiply-adds, is small), runs run on each range
+// with a zeroed accumulator of size elements, adds the accumulators and
+// returns the buffer whose first size elements hold the sum; the caller
+// puts it back with putScratch.
+func sumParts(k, work, size int, run func(lo, hi int, acc []float64)) *[]float64 {
+	parts := runtime.GOMAXPROCS(0)
+	if work < parallelWork || !spareCores(parts) || k < 2*parts {
+		parts = 1
+	}
+	acc := getScratch(parts * size)
+	clear(*acc)
+	part := func(q int) { run(k*q/parts, k*(q+1)/parts, (*acc)[q*size:(q+1)*size]) }
+	if parts == 1 {
+		part(0)
+		return acc
+	}
+	var wg sync.WaitGroup
+	for q := 1; q < parts; q++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part(q)
+		}()
+	}
+	part(0)
+	wg.Wait()
+	for q := 1; q < parts; q++ {
+		floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
+	}
+	return acc
+}
+
 // maxChunk bounds rowChunk, so that a chunk's packed rows of B fit in a
 // buffer on the stack (24 KiB).
 const maxChunk = 256
@@ -209,20 +242,11 @@ func rowChunk(m int) int {
 // the chunk of a is in cache. Each core accumulates its part, then the
 // parts are added.
 func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
-	parts := runtime.GOMAXPROCS(0)
-	if k*m*n < parallelWork || !spareCores(parts) || k < 2*parts {
-		parts = 1
-	}
 	nb := (n + kw - 1) / kw
-	size := nb * m * kw // one part: block jb holds columns jb·kw, … of the m rows of out
-	acc := getScratch(parts * size)
-	defer putScratch(acc)
-	clear(*acc)
+	size := nb * m * kw // block jb holds columns jb·kw, … of the m rows of out
 	chunk := rowChunk(m)
 	m4 := m &^ 3
-	run := func(q int) {
-		lo, hi := k*q/parts, k*(q+1)/parts
-		part := (*acc)[q*size : (q+1)*size]
+	acc := sumParts(k, k*m*n, size, func(lo, hi int, part []float64) {
 		var pk [maxChunk * kw]float64
 		for p0 := lo; p0 < hi; p0 += chunk {
 			pc := min(chunk, hi-p0)
@@ -243,23 +267,8 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 				}
 			}
 		}
-	}
-	if parts == 1 {
-		run(0)
-	} else {
-		var wg sync.WaitGroup
-		for q := 0; q < parts; q++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(q)
-			}()
-		}
-		wg.Wait()
-		for q := 1; q < parts; q++ {
-			floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
-		}
-	}
+	})
+	defer putScratch(acc)
 	for jb := 0; jb < nb; jb++ {
 		j0, w := jb*kw, min(kw, n-jb*kw)
 		pj := (*acc)[jb*m*kw : (jb+1)*m*kw]
@@ -331,20 +340,10 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 // mulNarrowT does but with the result transposed: each core accumulates
 // outᵀ, five rows at a time.
 func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
-	parts := runtime.GOMAXPROCS(0)
-	if k*m*n < parallelWork || !spareCores(parts) || k < 2*parts {
-		parts = 1
-	}
 	n5 := (n + 4) / 5 * 5
-	size := n5 * m
-	acc := getScratch(parts * size)
-	defer putScratch(acc)
-	clear(*acc)
 	chunk := rowChunk(m)
 	m32 := m &^ 31
-	run := func(q int) {
-		lo, hi := k*q/parts, k*(q+1)/parts
-		part := (*acc)[q*size : (q+1)*size]
+	acc := sumParts(k, k*m*n, n5*m, func(lo, hi int, part []float64) {
 		var pk [maxChunk * 5]float64
 		for p0 := lo; p0 < hi; p0 += chunk {
 			pc := min(chunk, hi-p0)
@@ -360,23 +359,8 @@ func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 				}
 			}
 		}
-	}
-	if parts == 1 {
-		run(0)
-	} else {
-		var wg sync.WaitGroup
-		for q := 0; q < parts; q++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(q)
-			}()
-		}
-		wg.Wait()
-		for q := 1; q < parts; q++ {
-			floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
-		}
-	}
+	})
+	defer putScratch(acc)
 	for j := 0; j < n; j++ {
 		for i, v := range (*acc)[j*m : (j+1)*m] {
 			out[i*n+j] = v
