@@ -71,15 +71,10 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
-	c, err := parseFlags(flag.CommandLine, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "federated:", err)
-		os.Exit(2)
-	}
-	if _, err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "federated:", err)
-		os.Exit(1)
-	}
+	experiment.Main("federated", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
@@ -102,16 +97,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Float64Var(&c.FedP, "fed-p", 0.1, "fedhr: E-AiPOD's lower-level communication probability p (paper 004: 0.1)")
 	fs.StringVar(&c.Out, "out", "out/federated", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: federated [flags]\n\nPaper 004: AiPOD and E-AiPOD on an equality-constrained problem, and E-AiPOD against a\nFedNest-style baseline in federated hyper-representation learning.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(w, "\nModes:\n%s", experiment.ModeHelp(modes, "quick", "full"))
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := experiment.ApplyMode(fs, c.Mode, modes); err != nil {
+	experiment.Usage(fs, "federated", "Paper 004: AiPOD and E-AiPOD on an equality-constrained problem, and E-AiPOD against a\nFedNest-style baseline in federated hyper-representation learning.", modes, nil)
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	get := func(name string) string { return fs.Lookup(name).Value.String() }

@@ -130,15 +130,10 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
-	c, err := parseFlags(flag.CommandLine, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hypercleaning:", err)
-		os.Exit(2)
-	}
-	if _, err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hypercleaning:", err)
-		os.Exit(1)
-	}
+	experiment.Main("hypercleaning", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
@@ -164,19 +159,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.NoBaselines, "no-baselines", false, "skip the two baseline classifiers (for step-size searches)")
 	fs.StringVar(&c.Out, "out", "out/hypercleaning", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: hypercleaning [flags]\n\nData hyper-cleaning (papers 003 and 002): learn a weight per training sample so that a\nlinear classifier trained on corrupted labels does well on clean validation data.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(w, "\nModes:\n%s\nMethods:\n", experiment.ModeHelp(modes, "quick", "full"))
+	experiment.Usage(fs, "hypercleaning", "Data hyper-cleaning (papers 003 and 002): learn a weight per training sample so that a\nlinear classifier trained on corrupted labels does well on clean validation data.", modes, func(w io.Writer) {
+		fmt.Fprintf(w, "\nMethods:\n")
 		for _, m := range allMethods {
 			fmt.Fprintf(w, "  %-8s %s: %s\n", m, methods[m].name, methods[m].paper)
 		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := experiment.ApplyMode(fs, c.Mode, modes); err != nil {
+	})
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	// Flags set by ApplyMode are read back from the flag set.

@@ -164,15 +164,10 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
-	c, err := parseFlags(flag.CommandLine, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hyperparam:", err)
-		os.Exit(2)
-	}
-	if _, err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "hyperparam:", err)
-		os.Exit(1)
-	}
+	experiment.Main("hyperparam", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
@@ -200,11 +195,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&set, "set", "", "override step sizes, e.g. aid.lr=10,b.stable.alpha=0.5 (lr: outer step; alpha: inner step; eta: Neumann step); defaults: "+defaultParams.Describe())
 	fs.StringVar(&c.Out, "out", "out/hyperparam", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: hyperparam [flags]\n\nPer-feature regularization of logistic regression (papers 003 and 000) on Fashion-MNIST.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(w, "\nModes:\n%s\nMethods of part multinomial:\n", experiment.ModeHelp(modes, "quick", "full"))
+	experiment.Usage(fs, "hyperparam", "Per-feature regularization of logistic regression (papers 003 and 000) on Fashion-MNIST.", modes, func(w io.Writer) {
+		fmt.Fprintf(w, "\nMethods of part multinomial:\n")
 		for _, m := range multinomialMethods {
 			fmt.Fprintf(w, "  %-12s %s: %s\n", m, methods[m].name, methods[m].paper)
 		}
@@ -212,11 +204,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		for _, m := range stableMethods {
 			fmt.Fprintf(w, "  %-12s %s: %s\n", m, bmethods[m].name, bmethods[m].paper)
 		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := experiment.ApplyMode(fs, c.Mode, modes); err != nil {
+	})
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	get := func(name string) string { return fs.Lookup(name).Value.String() }

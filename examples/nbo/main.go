@@ -95,15 +95,10 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
-	c, err := parseFlags(flag.CommandLine, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "nbo:", err)
-		os.Exit(2)
-	}
-	if _, err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "nbo:", err)
-		os.Exit(1)
-	}
+	experiment.Main("nbo", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
@@ -123,19 +118,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.Unit, "unit", true, "draw the ground truth wᵗʳᵘᵉ with unit norm (false: N(0, I) entries, norm ≈ √p, nearly separable labels)")
 	fs.StringVar(&c.Out, "out", "out/nbo", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: nbo [flags]\n\nPaper 002's synthetic logistic hyperparameter problem: NBO-GD against AmIGO-GD.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(w, "\nModes:\n%s\nMethods:\n", experiment.ModeHelp(modes, "quick", "full"))
+	experiment.Usage(fs, "nbo", "Paper 002's synthetic logistic hyperparameter problem: NBO-GD against AmIGO-GD.", modes, func(w io.Writer) {
+		fmt.Fprintf(w, "\nMethods:\n")
 		for _, m := range allMethods {
 			fmt.Fprintf(w, "  %-8s %s: %s\n", m, methods[m].name, methods[m].paper)
 		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := experiment.ApplyMode(fs, c.Mode, modes); err != nil {
+	})
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	get := func(name string) string { return fs.Lookup(name).Value.String() }

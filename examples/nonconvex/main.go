@@ -103,15 +103,10 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
-	c, err := parseFlags(flag.CommandLine, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "nonconvex:", err)
-		os.Exit(2)
-	}
-	if _, err := run(c, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "nonconvex:", err)
-		os.Exit(1)
-	}
+	experiment.Main("nonconvex", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
@@ -139,16 +134,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&c.Cap, "cap", 0, "(mode) stop any run whose solver time reaches this, whatever its iterations (0: no cap)")
 	fs.StringVar(&c.Out, "out", "out/nonconvex", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: nonconvex [flags]\n\nPaper 001's bilevel problems with nonconvex (PL) lower levels: MGBiO, MSGBiO, VR-MSGBiO\nagainst AID-BiO, ITD-BiO and stocBiO.\n\nFlags:\n")
-		fs.PrintDefaults()
-		fmt.Fprintf(w, "\nModes:\n%s", experiment.ModeHelp(modes, "quick", "full"))
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if err := experiment.ApplyMode(fs, c.Mode, modes); err != nil {
+	experiment.Usage(fs, "nonconvex", "Paper 001's bilevel problems with nonconvex (PL) lower levels: MGBiO, MSGBiO, VR-MSGBiO\nagainst AID-BiO, ITD-BiO and stocBiO.", modes, nil)
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	get := func(name string) string { return fs.Lookup(name).Value.String() }

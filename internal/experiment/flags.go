@@ -3,6 +3,8 @@ package experiment
 import (
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -111,4 +113,43 @@ func sortedKeys(m map[string]string) []string {
 		}
 	}
 	return keys
+}
+
+// Main is an experiment program's main: it parses the command line with
+// parse, runs run, and on error prints it after the program's name and
+// exits with status 2 (bad command line) or 1 (failed run).
+func Main[C any](name string, parse func(*flag.FlagSet, []string) (C, error), run func(C) error) {
+	c, err := parse(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(2)
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
+
+// Usage sets fs's -h message: the command line of name, about, the flags,
+// what the quick and full modes set, and then what extra writes (a list of
+// methods, say), when it is not nil.
+func Usage(fs *flag.FlagSet, name, about string, modes map[string]map[string]string, extra func(w io.Writer)) {
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: %s [flags]\n\n%s\n\nFlags:\n", name, about)
+		fs.PrintDefaults()
+		fmt.Fprintf(w, "\nModes:\n%s", ModeHelp(modes, "quick", "full"))
+		if extra != nil {
+			extra(w)
+		}
+	}
+}
+
+// ParseMode parses args into fs, then applies the mode *mode names (the
+// value of the -mode flag, set by the parse): see ApplyMode.
+func ParseMode(fs *flag.FlagSet, args []string, mode *string, modes map[string]map[string]string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return ApplyMode(fs, *mode, modes)
 }
