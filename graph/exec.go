@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"sync"
 	"sync/atomic"
 )
 
@@ -436,17 +435,13 @@ func splitElems(n, grain int, f func(lo, hi int)) {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for p := 1; p < parts; p++ {
-		lo, hi := units*p/parts*grain, units*(p+1)/parts*grain
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	f(0, units/parts*grain)
-	wg.Wait()
+	runParts(parts, func(q int) {
+		lo, hi := units*q/parts*grain, units*(q+1)/parts*grain
+		if q == parts-1 {
+			hi = n
+		}
+		f(lo, hi)
+	})
 }
 
 // evalBinaryParallel is evalBinary split across cores for large outputs:

@@ -116,16 +116,7 @@ func split(rows, work int, f func(lo, hi int)) {
 		f(0, rows)
 		return
 	}
-	var wg sync.WaitGroup
-	for p := 0; p < parts; p++ {
-		lo, hi := rows*p/parts, rows*(p+1)/parts
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
+	runParts(parts, func(q int) { f(rows*q/parts, rows*(q+1)/parts) })
 }
 
 // packB writes columns j0, …, j0+width−1 of B (k×n, B[p][j] =
@@ -208,16 +199,7 @@ func sumParts(k, work, size int, run func(lo, hi int, acc []float64)) *[]float64
 		part(0)
 		return acc
 	}
-	var wg sync.WaitGroup
-	for q := 1; q < parts; q++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			part(q)
-		}()
-	}
-	part(0)
-	wg.Wait()
+	runParts(parts, part)
 	for q := 1; q < parts; q++ {
 		floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
 	}
