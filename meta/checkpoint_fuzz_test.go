@@ -3,6 +3,7 @@ package meta
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +23,7 @@ func withHeader(payload []byte) []byte {
 
 // FuzzReadCheckpoint checks that ReadCheckpoint never panics on any file,
 // that it rejects with an error matching ErrCorrupt, and that a state it
-// accepts is written and read back unchanged. Each input is read as a
+// accepts is encoded and read back unchanged. Each input is read as a
 // whole file and as the data of a file with a correct header and checksum.
 func FuzzReadCheckpoint(f *testing.F) {
 	good := State{Iter: 3, Params: []float64{0.5, -1, 1e-300}, Opt: optim.OptState{T: 3, M: []float64{0.1, 0, 2}, S: []float64{1, 2, 3}}}
@@ -51,8 +52,14 @@ func FuzzReadCheckpoint(f *testing.F) {
 				}
 				continue
 			}
-			if err := WriteCheckpoint(p, st); err != nil {
-				t.Fatalf("an accepted state does not write: %v", err)
+			// What WriteCheckpoint writes, without its sync to disk, which
+			// would make every input slow.
+			payload, err := json.Marshal(st)
+			if err != nil {
+				t.Fatalf("an accepted state does not encode: %v", err)
+			}
+			if err := os.WriteFile(p, withHeader(payload), 0o644); err != nil {
+				t.Fatal(err)
 			}
 			var back State
 			if err := ReadCheckpoint(p, &back); err != nil || !reflect.DeepEqual(st, back) {
