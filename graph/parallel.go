@@ -17,9 +17,12 @@ var pool struct {
 // runParts runs f(0), …, f(parts−1), f(0) on the calling goroutine and the
 // others on the workers, and returns when all are done. Parts are queued
 // for the workers (a part finding the queue full runs on the calling
-// goroutine); a part must not itself call runParts and wait, since it could
-// then wait for parts queued behind it.
+// goroutine). While they run, the parts count as busy cores (running), so
+// that an operation inside a part does not split again: a part waiting for
+// parts queued behind it would never finish.
 func runParts(parts int, f func(q int)) {
+	running.Add(int32(parts))
+	defer running.Add(-int32(parts))
 	pool.once.Do(func() {
 		n := max(runtime.GOMAXPROCS(0)-1, 1)
 		pool.jobs = make(chan func(), n)
