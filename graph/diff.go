@@ -18,10 +18,11 @@ package graph
 // a Hessian-vector product is grad of ⟨grad(g), v⟩.
 
 // noGrad reports whether n is constant for differentiation whatever its
-// arguments: comparisons and signs are piecewise constant.
+// arguments: comparisons and signs are piecewise constant, and widened
+// float32 nodes are data.
 func noGrad(n *node) bool {
 	switch n.op {
-	case opLeaf, opConst, opCmp, opSign:
+	case opLeaf, opConst, opCmp, opSign, opWiden:
 		return true
 	}
 	return false

@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -15,6 +16,7 @@ import (
 type program struct {
 	steps  []step
 	bufs   [][]float64
+	bufs32 [][]float32   // the buffers of float32 leaves and constants
 	index  map[*node]int // step of each node
 	outs   []int
 	argBuf [][]float64 // scratch for one step's argument buffers
@@ -26,6 +28,7 @@ type step struct {
 	args  []int
 	alias bool // the output is the buffer of args[0] (reshape)
 	dyn   bool // depends on a dynamic leaf (see compile)
+	mixed bool // reads a float32 node (see evalMixed)
 }
 
 // compile builds the program computing outs. Steps that depend on a leaf in
@@ -46,6 +49,7 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 			ai := p.index[a]
 			st.args = append(st.args, ai)
 			st.dyn = st.dyn || p.steps[ai].dyn
+			st.mixed = st.mixed || a.f32
 		}
 		st.alias = n.op == opReshape
 		p.index[n] = len(p.steps)
@@ -55,9 +59,12 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 		visit(o)
 	}
 	p.bufs = make([][]float64, len(p.steps))
+	p.bufs32 = make([][]float32, len(p.steps))
 	maxArgs := 0
 	for i, st := range p.steps {
 		switch {
+		case st.n.op == opConst && st.n.f32:
+			p.bufs32[i] = st.n.data32
 		case st.n.op == opConst:
 			p.bufs[i] = st.n.data
 		case st.n.op == opLeaf || st.alias:
@@ -79,10 +86,24 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 // use are ignored.
 func (p *program) bind(n *node, buf []float64) {
 	if i, ok := p.index[n]; ok {
-		if len(buf) != n.size {
-			panic("graph: binding " + n.String() + " to a buffer of the wrong length")
+		if len(buf) != n.size || n.f32 {
+			panic("graph: binding " + n.String() + " to a float64 buffer of length " + strconv.Itoa(len(buf)))
 		}
 		p.bufs[i] = buf
+	}
+}
+
+// bindArray binds leaf n to a, in the leaf's precision.
+func (p *program) bindArray(n *node, a array) {
+	i, ok := p.index[n]
+	switch {
+	case !ok:
+	case !n.f32:
+		p.bind(n, a.f64)
+	case len(a.f32) != n.size:
+		panic("graph: binding " + n.String() + " to a float32 buffer of length " + strconv.Itoa(len(a.f32)))
+	default:
+		p.bufs32[i] = a.f32
 	}
 }
 
@@ -96,7 +117,7 @@ func (p *program) release() { p.releaseIf(false) }
 func (p *program) releaseIf(dynOnly bool) {
 	for i, st := range p.steps {
 		if (st.n.op == opLeaf || st.alias) && (st.dyn || !dynOnly) {
-			p.bufs[i] = nil
+			p.bufs[i], p.bufs32[i] = nil, nil
 		}
 	}
 }
@@ -161,9 +182,28 @@ func (p *program) exec(mask []bool, mode int) {
 		for k, a := range st.args {
 			in[k] = p.bufs[a]
 		}
+		if st.mixed {
+			p.evalMixed(st, p.bufs[i], in)
+			continue
+		}
 		eval(st.n, p.bufs[i], in)
 	}
 	clear(p.argBuf) // hold no caller memory between runs
+}
+
+// evalMixed computes the step st, which reads a float32 node (whose entry
+// in in is nil), into out.
+func (p *program) evalMixed(st *step, out []float64, in [][]float64) {
+	n := st.n
+	switch n.op {
+	case opWiden:
+		widenInto(out, p.bufs32[st.args[0]])
+	case opMatMul:
+		matmulMixed(out, in[0], p.bufs32[st.args[0]], in[1], p.bufs32[st.args[1]],
+			n.args[0].shape, n.args[1].shape, n.ints[0] == 1, n.ints[1] == 1)
+	default:
+		panic("graph: " + n.String() + " reads a float32 node")
+	}
 }
 
 // eval computes node n into out from its argument values in.
@@ -414,9 +454,10 @@ func evalBinary(n *node, out, x, y []float64) {
 // operation is split across cores.
 const parallelElems = 1 << 16
 
-// running counts the programs executing now. When there are as many as
-// cores (tasks run in parallel, as package meta does), the operations of
-// each run on its own goroutine: splitting them too would only make the
+// running counts the programs executing now and the parts of splits in
+// progress. When there are as many as cores (tasks run in parallel, as
+// package meta does, or a split already uses every core), the operations
+// of each run on its own goroutine: splitting them too would only make the
 // halves wait for each other.
 var running atomic.Int32
 

@@ -13,7 +13,7 @@ type FixedX struct {
 	x     []float64
 	batch [2][]int
 	w     [2]*world
-	data  [2]map[int][][]float64 // per program kind
+	data  [2]map[int][]array // per program kind
 }
 
 // FixX returns the evaluation of the oracles at x on the given lower- and
@@ -25,7 +25,7 @@ func (p *Problem) FixX(x []float64, lower, upper []int) *FixedX {
 		if b != nil {
 			f.batch[lv] = append([]int{}, b...)
 		}
-		f.data[lv] = map[int][][]float64{}
+		f.data[lv] = map[int][]array{}
 	}
 	return f
 }
@@ -41,16 +41,14 @@ func (f *FixedX) run(lv, kind int, y, s []float64) *program {
 	if pr.owner != f {
 		data, ok := f.data[lv][kind]
 		if !ok {
-			data = append([][]float64{}, w.batchData(p, pr, f.batch[lv], true)...)
+			data = append([]array{}, w.batchData(p, pr, f.batch[lv], true)...)
 			f.data[lv][kind] = data
 		}
 		for i, v := range p.outer {
 			pr.bind(w.x[i], f.x[v.Offset:v.Offset+v.Size])
 		}
 		for i, d := range w.data {
-			if data[i] != nil {
-				pr.bind(d, data[i])
-			}
+			pr.bindArray(d, data[i])
 		}
 		pr.exec(nil, runStatic)
 		pr.owner = f

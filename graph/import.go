@@ -140,7 +140,7 @@ func checkSupported(roots ...*G.Node) error {
 		}
 		seen[n] = true
 		if dt := n.Dtype(); dt != tensor.Float64 {
-			bad = append(bad, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64", nodeName(n), dt))
+			bad = append(bad, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64 (build the graph in float64 and set Objective.Float32Data to hold the data in float32)", nodeName(n), dt))
 		}
 		if op := n.Op(); op != nil {
 			if name, ok := supportedOp(op); !ok {

@@ -73,6 +73,7 @@ const (
 	opPoolScatter // the adjoint of opPoolGather in args[1]: args[1] (pooled shape) sent to the argmax of args[0]
 	opGather      // rows of args[0] at the integer indices held in args[1]
 	opScatterAdd  // the adjoint of opGather: rows of args[0] added at the indices args[1]; the node's shape is the table's
+	opWiden       // args[0], a float32 leaf or constant, in float64
 	numOps
 )
 
@@ -82,7 +83,7 @@ var opNames = [numOps]string{
 	"sigmoid", "tanh", "softplus", "abs", "sign", "sin", "cos",
 	"add", "sub", "mul", "div", "pow", "cmp",
 	"reshape", "transpose", "broadcast", "sum", "max", "concat", "slice", "slicegrad",
-	"matmul", "logsoftmax", "im2col", "col2im", "poolgather", "poolscatter", "gather", "scatteradd",
+	"matmul", "logsoftmax", "im2col", "col2im", "poolgather", "poolscatter", "gather", "scatteradd", "widen",
 }
 
 func (k opKind) String() string {
@@ -116,6 +117,12 @@ type node struct {
 	ints  []int
 	data  []float64 // opConst values
 	name  string    // leaves: the variable or data name
+	// f32 marks a leaf or constant held in float32 (data of an objective
+	// with Float32Data; a constant's values are then in data32). Only
+	// opWiden and, through the peephole in matmul, opMatMul read such a
+	// node.
+	f32    bool
+	data32 []float32
 }
 
 func (n *node) String() string {
@@ -187,7 +194,7 @@ func (b *builder) add(n *node) *node {
 		in := make([][]float64, len(n.args))
 		folds := true
 		for i, a := range n.args {
-			folds = folds && a.op == opConst
+			folds = folds && a.op == opConst && !a.f32
 			in[i] = a.data
 		}
 		if folds {
@@ -197,7 +204,7 @@ func (b *builder) add(n *node) *node {
 		}
 	}
 	key := ""
-	if n.op != opLeaf && (n.op != opConst || len(n.data) <= 16) {
+	if n.op != opLeaf && (n.op != opConst || len(n.data) <= 16 && !n.f32) {
 		var k strings.Builder
 		fmt.Fprintf(&k, "%d|%d|%v|%v|", n.op, n.axis, n.ints, n.shape)
 		for _, a := range n.args {
@@ -234,9 +241,32 @@ func (b *builder) constant(shape []int, data []float64) *node {
 
 func (b *builder) scalar(v float64) *node { return b.constant([]int{}, []float64{v}) }
 
+// leaf32 is a leaf bound to float32 values; constant32 a constant held in
+// float32. Other operations read them through widen.
+func (b *builder) leaf32(name string, shape []int) *node {
+	return b.add(&node{op: opLeaf, name: name, shape: cloneInts(shape), f32: true})
+}
+
+func (b *builder) constant32(shape []int, data []float32) *node {
+	if len(data) != sizeOf(shape) {
+		shapePanic("constant of shape %v needs %d values, got %d", shape, sizeOf(shape), len(data))
+	}
+	return b.add(&node{op: opConst, shape: cloneInts(shape), f32: true, data32: data})
+}
+
+// widen returns a float32 node's values in float64. A product reads the
+// float32 node directly (see matmul), so the widened copy is computed only
+// for the other operations.
+func (b *builder) widen(a *node) *node {
+	if !a.f32 {
+		panic("graph: widen of " + a.String() + ", which is not float32")
+	}
+	return b.add(&node{op: opWiden, args: []*node{a}, shape: cloneInts(a.shape)})
+}
+
 // isConst reports whether n is a constant all of whose elements equal v.
 func isConst(n *node, v float64) bool {
-	if n.op != opConst {
+	if n.op != opConst || n.f32 {
 		return false
 	}
 	for _, x := range n.data {
@@ -568,6 +598,14 @@ func (b *builder) matmul(x, y *node, tx, ty bool) *node {
 	}
 	if k != k2 {
 		shapePanic("matrix product of shapes %v (transposed %v) and %v (transposed %v): inner sizes %d and %d differ", x.shape, tx, y.shape, ty, k, k2)
+	}
+	// Products read float32 operands as they are (matmulMixed), so the
+	// data stream from memory at half the width.
+	if x.op == opWiden {
+		x = x.args[0]
+	}
+	if y.op == opWiden {
+		y = y.args[0]
 	}
 	return b.add(&node{op: opMatMul, args: []*node{x, y}, shape: []int{m, n}, ints: []int{b2i(tx), b2i(ty)}})
 }

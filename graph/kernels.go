@@ -38,13 +38,13 @@ func kernT4x12Go(a []float64, lda int, b []float64, k int, c []float64) {
 
 // kernDot4x5Go sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
 // j < 5, p < k.
-func kernDot4x5Go(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
+func kernDot4x5Go[E float32 | float64](a []E, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
 	for i := 0; i < 4; i++ {
 		ai := a[i*lda : i*lda+k]
 		for j := 0; j < 5; j++ {
 			s := 0.0
 			for p, v := range bt[j*ldb : j*ldb+k] {
-				s += ai[p] * v
+				s += float64(ai[p]) * v
 			}
 			c[i*ldc+j] = s
 		}
@@ -53,13 +53,13 @@ func kernDot4x5Go(a []float64, lda int, bt []float64, ldb, k int, c []float64, l
 
 // kernTx5Go adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols,
 // j < 5, p < k.
-func kernTx5Go(cols int, a []float64, lda int, b []float64, k int, c []float64, ldc int) {
+func kernTx5Go[E float32 | float64](cols int, a []E, lda int, b []float64, k int, c []float64, ldc int) {
 	for p := 0; p < k; p++ {
 		ap := a[p*lda : p*lda+cols]
 		for j, w := range b[5*p : 5*p+5] {
 			cj := c[j*ldc : j*ldc+cols]
 			for i, v := range ap {
-				cj[i] += v * w
+				cj[i] += float64(v) * w
 			}
 		}
 	}

@@ -25,7 +25,19 @@ func kernT32x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int
 func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
 
 //go:noescape
+func kernDot4x5F32AVX512(a *float32, lda int, bt *float64, ldb int, k int, c *float64, ldc int, tail int)
+
+//go:noescape
+func kernT32x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int)
+
+//go:noescape
+func kernT8x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int, mask int)
+
+//go:noescape
 func expAVX(dst, src *float64, n int) int
+
+//go:noescape
+func widenAVX(dst *float64, src *float32, n int) int
 
 //go:noescape
 func expAVX512(dst, src *float64, n int) int
@@ -65,33 +77,57 @@ var useAVX512 = useAVX2 && func() bool {
 // kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
 // j < 5, p < k: four rows of a dotted with five rows of bt. It needs
 // AVX-512.
-func kernDot4x5(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
-	if k == 0 {
-		kernDot4x5Go(a, lda, bt, ldb, k, c, ldc)
-		return
+func kernDot4x5(a array, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
+	switch {
+	case k == 0:
+		for i := 0; i < 4; i++ {
+			clear(c[i*ldc : i*ldc+5])
+		}
+	case a.f32 != nil:
+		_, _, _ = a.f32[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
+		kernDot4x5F32AVX512(&a.f32[0], lda, &bt[0], ldb, k&^7, &c[0], ldc, 1<<(k&7)-1)
+	default:
+		_, _, _ = a.f64[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
+		kernDot4x5AVX512(&a.f64[0], lda, &bt[0], ldb, k&^7, &c[0], ldc, 1<<(k&7)-1)
 	}
-	_, _, _ = a[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
-	kernDot4x5AVX512(&a[0], lda, &bt[0], ldb, k&^7, &c[0], ldc, 1<<(k&7)-1)
+}
+
+// widenKernel sets dst[i] = float64(src[i]) for a prefix of src (of
+// len(dst) elements) and returns its length.
+func widenKernel(dst []float64, src []float32) int {
+	if !useAVX2 || len(src) < 16 {
+		return 0
+	}
+	_ = dst[len(src)-1]
+	return widenAVX(&dst[0], &src[0], len(src))
 }
 
 // kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
 // p < k. It needs AVX-512.
-func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	if k == 0 {
-		return
+func kernT32x5(a array, lda int, b []float64, k int, c []float64, ldc int) {
+	switch {
+	case k == 0:
+	case a.f32 != nil:
+		_, _, _ = a.f32[(k-1)*lda+31], b[5*k-1], c[4*ldc+31]
+		kernT32x5F32AVX512(&a.f32[0], lda, &b[0], k, &c[0], ldc)
+	default:
+		_, _, _ = a.f64[(k-1)*lda+31], b[5*k-1], c[4*ldc+31]
+		kernT32x5AVX512(&a.f64[0], lda, &b[0], k, &c[0], ldc)
 	}
-	_, _, _ = a[(k-1)*lda+31], b[5*k-1], c[4*ldc+31]
-	kernT32x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc)
 }
 
 // kernTx5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols ≤ 8,
 // j < 5, p < k. It needs AVX-512.
-func kernTx5(cols int, a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	if k == 0 || cols == 0 {
-		return
+func kernTx5(cols int, a array, lda int, b []float64, k int, c []float64, ldc int) {
+	switch {
+	case k == 0 || cols == 0:
+	case a.f32 != nil:
+		_, _, _ = a.f32[(k-1)*lda+cols-1], b[5*k-1], c[4*ldc+cols-1]
+		kernT8x5F32AVX512(&a.f32[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
+	default:
+		_, _, _ = a.f64[(k-1)*lda+cols-1], b[5*k-1], c[4*ldc+cols-1]
+		kernT8x5AVX512(&a.f64[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
 	}
-	_, _, _ = a[(k-1)*lda+cols-1], b[5*k-1], c[4*ldc+cols-1]
-	kernT8x5AVX512(&a[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
 }
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,

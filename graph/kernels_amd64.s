@@ -2,6 +2,247 @@
 
 #include "textflag.h"
 
+// The AVX-512 product kernels, each for the left operand a in float64
+// and in float32 (Objective.Float32Data: data widened as they are loaded,
+// arithmetic in float64). SH is log2 of a's element size; the LD and PF
+// macros load and prefetch a's elements.
+
+// Loads of eight elements of a row of a at index AX under the mask K1,
+// and prefetches 32 groups of eight ahead.
+#define LDA64(r, z) VMOVUPD.Z (r)(AX*8), K1, z
+#define LDA32(r, z) VCVTPS2PD.Z (r)(AX*4), K1, z
+#define PFA64(r) PREFETCHT0 2048(r)(AX*8)
+#define PFA32(r) PREFETCHT0 1024(r)(AX*4)
+
+// DOT45 is the body of kernDot4x5: it sets c[i·ldc+j] = Σ_p
+// a[i·lda+p]·bt[j·ldb+p] for i < 4, j < 5, p < k + popcount(tail), k a
+// multiple of 8: four rows of a dotted with five rows of bt, eight terms
+// at a time in twenty accumulators, then the last terms under the mask
+// tail (bit l: term k + l), summed across lanes at the end. The rows of a
+// stream from memory, so they are prefetched.
+#define DOT45(SH, LDA, PFA) \
+	MOVQ a+0(FP), SI \
+	MOVQ lda+8(FP), AX \
+	SHLQ $SH, AX \
+	LEAQ (SI)(AX*1), R8 \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	MOVQ bt+16(FP), DI \
+	MOVQ ldb+24(FP), AX \
+	SHLQ $3, AX \
+	LEAQ (DI)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), BX \
+	MOVQ k+32(FP), CX \
+	VPXORQ Z0, Z0, Z0 \
+	VPXORQ Z1, Z1, Z1 \
+	VPXORQ Z2, Z2, Z2 \
+	VPXORQ Z3, Z3, Z3 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPXORQ Z6, Z6, Z6 \
+	VPXORQ Z7, Z7, Z7 \
+	VPXORQ Z8, Z8, Z8 \
+	VPXORQ Z9, Z9, Z9 \
+	VPXORQ Z10, Z10, Z10 \
+	VPXORQ Z11, Z11, Z11 \
+	VPXORQ Z12, Z12, Z12 \
+	VPXORQ Z13, Z13, Z13 \
+	VPXORQ Z14, Z14, Z14 \
+	VPXORQ Z15, Z15, Z15 \
+	VPXORQ Z16, Z16, Z16 \
+	VPXORQ Z17, Z17, Z17 \
+	VPXORQ Z18, Z18, Z18 \
+	VPXORQ Z19, Z19, Z19 \
+	XORQ AX, AX \
+	MOVQ $0xff, DX \
+	KMOVW DX, K1 \
+	MOVQ tail+56(FP), DX \
+ \
+d45loop: \
+	CMPQ AX, CX \
+	JGE  d45done \
+	PFA(SI) \
+	PFA(R8) \
+	PFA(R9) \
+	PFA(R10) \
+	LDA(SI, Z20) \
+	LDA(R8, Z21) \
+	LDA(R9, Z22) \
+	LDA(R10, Z23) \
+	VMOVUPD.Z (DI)(AX*8), K1, Z24 \
+	VFMADD231PD Z24, Z20, Z0 \
+	VFMADD231PD Z24, Z21, Z5 \
+	VFMADD231PD Z24, Z22, Z10 \
+	VFMADD231PD Z24, Z23, Z15 \
+	VMOVUPD.Z (R11)(AX*8), K1, Z24 \
+	VFMADD231PD Z24, Z20, Z1 \
+	VFMADD231PD Z24, Z21, Z6 \
+	VFMADD231PD Z24, Z22, Z11 \
+	VFMADD231PD Z24, Z23, Z16 \
+	VMOVUPD.Z (R12)(AX*8), K1, Z24 \
+	VFMADD231PD Z24, Z20, Z2 \
+	VFMADD231PD Z24, Z21, Z7 \
+	VFMADD231PD Z24, Z22, Z12 \
+	VFMADD231PD Z24, Z23, Z17 \
+	VMOVUPD.Z (R13)(AX*8), K1, Z24 \
+	VFMADD231PD Z24, Z20, Z3 \
+	VFMADD231PD Z24, Z21, Z8 \
+	VFMADD231PD Z24, Z22, Z13 \
+	VFMADD231PD Z24, Z23, Z18 \
+	VMOVUPD.Z (BX)(AX*8), K1, Z24 \
+	VFMADD231PD Z24, Z20, Z4 \
+	VFMADD231PD Z24, Z21, Z9 \
+	VFMADD231PD Z24, Z22, Z14 \
+	VFMADD231PD Z24, Z23, Z19 \
+	ADDQ $8, AX \
+	JMP  d45loop \
+ \
+d45done: \
+	TESTQ DX, DX \
+	JZ   d45sum \
+	KMOVW DX, K1 \
+	XORQ DX, DX \
+	ADDQ $8, CX \
+	JMP  d45loop \
+ \
+d45sum: \
+	MOVQ c+40(FP), DX \
+	MOVQ ldc+48(FP), AX \
+	SHLQ $3, AX \
+	HSUM5(Z0, Z1, Z2, Z3, Z4, Y0, Y1, Y2, Y3, Y4, X0, X1, X2, X3, X4) \
+	ADDQ AX, DX \
+	HSUM5(Z5, Z6, Z7, Z8, Z9, Y5, Y6, Y7, Y8, Y9, X5, X6, X7, X8, X9) \
+	ADDQ AX, DX \
+	HSUM5(Z10, Z11, Z12, Z13, Z14, Y10, Y11, Y12, Y13, Y14, X10, X11, X12, X13, X14) \
+	ADDQ AX, DX \
+	HSUM5(Z15, Z16, Z17, Z18, Z19, Y15, Y16, Y17, Y18, Y19, X15, X16, X17, X18, X19) \
+	VZEROUPPER \
+	RET
+
+// Loads of thirty-two elements of a row of a at SI into Z20–Z23, and
+// prefetches of the same columns eight rows (BX bytes each) down.
+#define LDT64 \
+	VMOVUPD (SI), Z20 \
+	VMOVUPD 64(SI), Z21 \
+	VMOVUPD 128(SI), Z22 \
+	VMOVUPD 192(SI), Z23
+#define LDT32 \
+	VCVTPS2PD (SI), Z20 \
+	VCVTPS2PD 32(SI), Z21 \
+	VCVTPS2PD 64(SI), Z22 \
+	VCVTPS2PD 96(SI), Z23
+#define PFT64 \
+	PREFETCHT0 (SI)(BX*8) \
+	PREFETCHT0 64(SI)(BX*8) \
+	PREFETCHT0 128(SI)(BX*8) \
+	PREFETCHT0 192(SI)(BX*8)
+#define PFT32 \
+	PREFETCHT0 (SI)(BX*8) \
+	PREFETCHT0 64(SI)(BX*8)
+
+// T325 is the body of kernT32x5: it adds Σ_p a[p·lda+i]·b[5p+j] to
+// c[j·ldc+i] for i < 32, j < 5, p < k: thirty-two columns of a,
+// transposed, times a packed block of five columns, the result held
+// transposed (one row of c per column of the block) in twenty registers.
+#define T325(SH, LDT, PFT) \
+	MOVQ a+0(FP), SI \
+	MOVQ lda+8(FP), BX \
+	SHLQ $SH, BX \
+	MOVQ b+16(FP), DI \
+	MOVQ k+24(FP), CX \
+	MOVQ c+32(FP), DX \
+	MOVQ ldc+40(FP), AX \
+	SHLQ $3, AX \
+	LEAQ (DX)(AX*1), R8 \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	LOAD4(DX, Z0, Z1, Z2, Z3) \
+	LOAD4(R8, Z4, Z5, Z6, Z7) \
+	LOAD4(R9, Z8, Z9, Z10, Z11) \
+	LOAD4(R10, Z12, Z13, Z14, Z15) \
+	LOAD4(R11, Z16, Z17, Z18, Z19) \
+ \
+t325loop: \
+	TESTQ CX, CX \
+	JLE   t325done \
+	PFT \
+	LDT \
+	VBROADCASTSD (DI), Z24 \
+	FMA4(Z0, Z1, Z2, Z3) \
+	VBROADCASTSD 8(DI), Z24 \
+	FMA4(Z4, Z5, Z6, Z7) \
+	VBROADCASTSD 16(DI), Z24 \
+	FMA4(Z8, Z9, Z10, Z11) \
+	VBROADCASTSD 24(DI), Z24 \
+	FMA4(Z12, Z13, Z14, Z15) \
+	VBROADCASTSD 32(DI), Z24 \
+	FMA4(Z16, Z17, Z18, Z19) \
+	ADDQ BX, SI \
+	ADDQ $40, DI \
+	DECQ CX \
+	JMP  t325loop \
+ \
+t325done: \
+	STORE4(DX, Z0, Z1, Z2, Z3) \
+	STORE4(R8, Z4, Z5, Z6, Z7) \
+	STORE4(R9, Z8, Z9, Z10, Z11) \
+	STORE4(R10, Z12, Z13, Z14, Z15) \
+	STORE4(R11, Z16, Z17, Z18, Z19) \
+	VZEROUPPER \
+	RET
+
+// T85 is T325 for the columns i < 8 of a selected by mask (bit i),
+// reading and writing only those.
+#define T85(SH, LDM) \
+	MOVQ a+0(FP), SI \
+	MOVQ lda+8(FP), BX \
+	SHLQ $SH, BX \
+	MOVQ b+16(FP), DI \
+	MOVQ k+24(FP), CX \
+	MOVQ c+32(FP), DX \
+	MOVQ ldc+40(FP), AX \
+	SHLQ $3, AX \
+	LEAQ (DX)(AX*1), R8 \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	MOVQ mask+48(FP), AX \
+	KMOVW AX, K1 \
+	VMOVUPD.Z (DX), K1, Z0 \
+	VMOVUPD.Z (R8), K1, Z1 \
+	VMOVUPD.Z (R9), K1, Z2 \
+	VMOVUPD.Z (R10), K1, Z3 \
+	VMOVUPD.Z (R11), K1, Z4 \
+ \
+t85loop: \
+	TESTQ CX, CX \
+	JLE   t85done \
+	LDM \
+	VFMADD231PD.BCST (DI), Z20, Z0 \
+	VFMADD231PD.BCST 8(DI), Z20, Z1 \
+	VFMADD231PD.BCST 16(DI), Z20, Z2 \
+	VFMADD231PD.BCST 24(DI), Z20, Z3 \
+	VFMADD231PD.BCST 32(DI), Z20, Z4 \
+	ADDQ BX, SI \
+	ADDQ $40, DI \
+	DECQ CX \
+	JMP  t85loop \
+ \
+t85done: \
+	VMOVUPD Z0, K1, (DX) \
+	VMOVUPD Z1, K1, (R8) \
+	VMOVUPD Z2, K1, (R9) \
+	VMOVUPD Z3, K1, (R10) \
+	VMOVUPD Z4, K1, (R11) \
+	VZEROUPPER \
+	RET
+
+#define LDM64 VMOVUPD.Z (SI), K1, Z20
+#define LDM32 VCVTPS2PD.Z (SI), K1, Z20
+
 // func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL eaxArg+0(FP), AX
@@ -276,218 +517,32 @@ kt4done:
 
 // The AVX-512 kernels: 32 vector registers of eight float64.
 
+// The AVX-512 product kernels (their bodies are the macros at the top of
+// the file).
+
 // func kernDot4x5AVX512(a *float64, lda int, bt *float64, ldb int, k int, c *float64, ldc int, tail int)
-// sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4, j < 5,
-// p < k + popcount(tail), k a multiple of 8: four rows of a dotted with five
-// rows of bt, eight terms at a time in twenty accumulators, then the last
-// terms under the mask tail (bit l: term k + l), summed across lanes at the
-// end.
 TEXT ·kernDot4x5AVX512(SB), NOSPLIT, $0-64
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), AX
-	SHLQ $3, AX
-	LEAQ (SI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	MOVQ bt+16(FP), DI
-	MOVQ ldb+24(FP), AX
-	SHLQ $3, AX
-	LEAQ (DI)(AX*1), R11
-	LEAQ (R11)(AX*1), R12
-	LEAQ (R12)(AX*1), R13
-	LEAQ (R13)(AX*1), BX
-	MOVQ k+32(FP), CX
-	VPXORQ Z0, Z0, Z0
-	VPXORQ Z1, Z1, Z1
-	VPXORQ Z2, Z2, Z2
-	VPXORQ Z3, Z3, Z3
-	VPXORQ Z4, Z4, Z4
-	VPXORQ Z5, Z5, Z5
-	VPXORQ Z6, Z6, Z6
-	VPXORQ Z7, Z7, Z7
-	VPXORQ Z8, Z8, Z8
-	VPXORQ Z9, Z9, Z9
-	VPXORQ Z10, Z10, Z10
-	VPXORQ Z11, Z11, Z11
-	VPXORQ Z12, Z12, Z12
-	VPXORQ Z13, Z13, Z13
-	VPXORQ Z14, Z14, Z14
-	VPXORQ Z15, Z15, Z15
-	VPXORQ Z16, Z16, Z16
-	VPXORQ Z17, Z17, Z17
-	VPXORQ Z18, Z18, Z18
-	VPXORQ Z19, Z19, Z19
-	XORQ AX, AX
-	MOVQ $0xff, DX
-	KMOVW DX, K1                  // whole groups of eight
-	MOVQ tail+56(FP), DX          // then, once, the last terms under their mask
+	DOT45(3, LDA64, PFA64)
 
-d45loop:
-	CMPQ AX, CX
-	JGE  d45done
-	PREFETCHT0 2048(SI)(AX*8) // the rows of a stream from memory: ask ahead
-	PREFETCHT0 2048(R8)(AX*8)
-	PREFETCHT0 2048(R9)(AX*8)
-	PREFETCHT0 2048(R10)(AX*8)
-	VMOVUPD.Z (SI)(AX*8), K1, Z20
-	VMOVUPD.Z (R8)(AX*8), K1, Z21
-	VMOVUPD.Z (R9)(AX*8), K1, Z22
-	VMOVUPD.Z (R10)(AX*8), K1, Z23
-	VMOVUPD.Z (DI)(AX*8), K1, Z24
-	VFMADD231PD Z24, Z20, Z0
-	VFMADD231PD Z24, Z21, Z5
-	VFMADD231PD Z24, Z22, Z10
-	VFMADD231PD Z24, Z23, Z15
-	VMOVUPD.Z (R11)(AX*8), K1, Z24
-	VFMADD231PD Z24, Z20, Z1
-	VFMADD231PD Z24, Z21, Z6
-	VFMADD231PD Z24, Z22, Z11
-	VFMADD231PD Z24, Z23, Z16
-	VMOVUPD.Z (R12)(AX*8), K1, Z24
-	VFMADD231PD Z24, Z20, Z2
-	VFMADD231PD Z24, Z21, Z7
-	VFMADD231PD Z24, Z22, Z12
-	VFMADD231PD Z24, Z23, Z17
-	VMOVUPD.Z (R13)(AX*8), K1, Z24
-	VFMADD231PD Z24, Z20, Z3
-	VFMADD231PD Z24, Z21, Z8
-	VFMADD231PD Z24, Z22, Z13
-	VFMADD231PD Z24, Z23, Z18
-	VMOVUPD.Z (BX)(AX*8), K1, Z24
-	VFMADD231PD Z24, Z20, Z4
-	VFMADD231PD Z24, Z21, Z9
-	VFMADD231PD Z24, Z22, Z14
-	VFMADD231PD Z24, Z23, Z19
-	ADDQ $8, AX
-	JMP  d45loop
-
-d45done:
-	TESTQ DX, DX
-	JZ   d45sum
-	KMOVW DX, K1
-	XORQ DX, DX
-	ADDQ $8, CX
-	JMP  d45loop
-
-d45sum:
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), AX
-	SHLQ $3, AX
-	HSUM5(Z0, Z1, Z2, Z3, Z4, Y0, Y1, Y2, Y3, Y4, X0, X1, X2, X3, X4)
-	ADDQ AX, DX
-	HSUM5(Z5, Z6, Z7, Z8, Z9, Y5, Y6, Y7, Y8, Y9, X5, X6, X7, X8, X9)
-	ADDQ AX, DX
-	HSUM5(Z10, Z11, Z12, Z13, Z14, Y10, Y11, Y12, Y13, Y14, X10, X11, X12, X13, X14)
-	ADDQ AX, DX
-	HSUM5(Z15, Z16, Z17, Z18, Z19, Y15, Y16, Y17, Y18, Y19, X15, X16, X17, X18, X19)
-	VZEROUPPER
-	RET
+// func kernDot4x5F32AVX512(a *float32, lda int, bt *float64, ldb int, k int, c *float64, ldc int, tail int)
+TEXT ·kernDot4x5F32AVX512(SB), NOSPLIT, $0-64
+	DOT45(2, LDA32, PFA32)
 
 // func kernT32x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int)
-// adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5, p < k:
-// thirty-two columns of a, transposed, times a packed block of five columns,
-// the result held transposed (one row of c per column of the block) in
-// twenty registers.
 TEXT ·kernT32x5AVX512(SB), NOSPLIT, $0-48
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), BX
-	SHLQ $3, BX
-	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), AX
-	SHLQ $3, AX
-	LEAQ (DX)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LOAD4(DX, Z0, Z1, Z2, Z3)
-	LOAD4(R8, Z4, Z5, Z6, Z7)
-	LOAD4(R9, Z8, Z9, Z10, Z11)
-	LOAD4(R10, Z12, Z13, Z14, Z15)
-	LOAD4(R11, Z16, Z17, Z18, Z19)
+	T325(3, LDT64, PFT64)
 
-t325loop:
-	TESTQ CX, CX
-	JLE   t325done
-	PREFETCHT0 (SI)(BX*8) // the same columns eight rows down
-	PREFETCHT0 64(SI)(BX*8)
-	PREFETCHT0 128(SI)(BX*8)
-	PREFETCHT0 192(SI)(BX*8)
-	VMOVUPD (SI), Z20
-	VMOVUPD 64(SI), Z21
-	VMOVUPD 128(SI), Z22
-	VMOVUPD 192(SI), Z23
-	VBROADCASTSD (DI), Z24
-	FMA4(Z0, Z1, Z2, Z3)
-	VBROADCASTSD 8(DI), Z24
-	FMA4(Z4, Z5, Z6, Z7)
-	VBROADCASTSD 16(DI), Z24
-	FMA4(Z8, Z9, Z10, Z11)
-	VBROADCASTSD 24(DI), Z24
-	FMA4(Z12, Z13, Z14, Z15)
-	VBROADCASTSD 32(DI), Z24
-	FMA4(Z16, Z17, Z18, Z19)
-	ADDQ BX, SI
-	ADDQ $40, DI
-	DECQ CX
-	JMP  t325loop
-
-t325done:
-	STORE4(DX, Z0, Z1, Z2, Z3)
-	STORE4(R8, Z4, Z5, Z6, Z7)
-	STORE4(R9, Z8, Z9, Z10, Z11)
-	STORE4(R10, Z12, Z13, Z14, Z15)
-	STORE4(R11, Z16, Z17, Z18, Z19)
-	VZEROUPPER
-	RET
+// func kernT32x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int)
+TEXT ·kernT32x5F32AVX512(SB), NOSPLIT, $0-48
+	T325(2, LDT32, PFT32)
 
 // func kernT8x5AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
-// is kernT32x5AVX512 for the columns i < 8 of a selected by mask (bit i),
-// reading and writing only those.
 TEXT ·kernT8x5AVX512(SB), NOSPLIT, $0-56
-	MOVQ a+0(FP), SI
-	MOVQ lda+8(FP), BX
-	SHLQ $3, BX
-	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), AX
-	SHLQ $3, AX
-	LEAQ (DX)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	MOVQ mask+48(FP), AX
-	KMOVW AX, K1
-	VMOVUPD.Z (DX), K1, Z0
-	VMOVUPD.Z (R8), K1, Z1
-	VMOVUPD.Z (R9), K1, Z2
-	VMOVUPD.Z (R10), K1, Z3
-	VMOVUPD.Z (R11), K1, Z4
+	T85(3, LDM64)
 
-t85loop:
-	TESTQ CX, CX
-	JLE   t85done
-	VMOVUPD.Z (SI), K1, Z20
-	VFMADD231PD.BCST (DI), Z20, Z0
-	VFMADD231PD.BCST 8(DI), Z20, Z1
-	VFMADD231PD.BCST 16(DI), Z20, Z2
-	VFMADD231PD.BCST 24(DI), Z20, Z3
-	VFMADD231PD.BCST 32(DI), Z20, Z4
-	ADDQ BX, SI
-	ADDQ $40, DI
-	DECQ CX
-	JMP  t85loop
-
-t85done:
-	VMOVUPD Z0, K1, (DX)
-	VMOVUPD Z1, K1, (R8)
-	VMOVUPD Z2, K1, (R9)
-	VMOVUPD Z3, K1, (R10)
-	VMOVUPD Z4, K1, (R11)
-	VZEROUPPER
-	RET
+// func kernT8x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int, mask int)
+TEXT ·kernT8x5F32AVX512(SB), NOSPLIT, $0-56
+	T85(2, LDM32)
 
 // func expAVX512(dst, src *float64, n int) int
 // is expAVX eight at a time, n a multiple of 8.
@@ -609,4 +664,33 @@ log8loop:
 log8done:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
+	RET
+
+// func widenAVX(dst *float64, src *float32, n int) int
+// Sets dst[i] = float64(src[i]) for i < n rounded down to a multiple of 16
+// and returns that count.
+TEXT ·widenAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	ANDQ $-16, CX
+	XORQ AX, AX
+
+widenLoop:
+	CMPQ AX, CX
+	JGE  widenDone
+	VCVTPS2PD (SI)(AX*4), Y0
+	VCVTPS2PD 16(SI)(AX*4), Y1
+	VCVTPS2PD 32(SI)(AX*4), Y2
+	VCVTPS2PD 48(SI)(AX*4), Y3
+	VMOVUPD   Y0, (DI)(AX*8)
+	VMOVUPD   Y1, 32(DI)(AX*8)
+	VMOVUPD   Y2, 64(DI)(AX*8)
+	VMOVUPD   Y3, 96(DI)(AX*8)
+	ADDQ      $16, AX
+	JMP       widenLoop
+
+widenDone:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
 	RET

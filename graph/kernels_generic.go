@@ -6,22 +6,33 @@ package graph
 // as on amd64, where the tests switch it off.)
 var useAVX512 = false
 
+// widenKernel converts nothing: widenInto's loop does it all.
+func widenKernel(dst []float64, src []float32) int { return 0 }
+
 // kernDot4x5 sets c[i·ldc+j] = Σ_p a[i·lda+p]·bt[j·ldb+p] for i < 4,
 // j < 5, p < k.
-func kernDot4x5(a []float64, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
-	kernDot4x5Go(a, lda, bt, ldb, k, c, ldc)
+func kernDot4x5(a array, lda int, bt []float64, ldb, k int, c []float64, ldc int) {
+	if a.f32 != nil {
+		kernDot4x5Go(a.f32, lda, bt, ldb, k, c, ldc)
+		return
+	}
+	kernDot4x5Go(a.f64, lda, bt, ldb, k, c, ldc)
 }
 
 // kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
 // p < k.
-func kernT32x5(a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	kernTx5Go(32, a, lda, b, k, c, ldc)
+func kernT32x5(a array, lda int, b []float64, k int, c []float64, ldc int) {
+	kernTx5(32, a, lda, b, k, c, ldc)
 }
 
 // kernTx5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols ≤ 8,
 // j < 5, p < k.
-func kernTx5(cols int, a []float64, lda int, b []float64, k int, c []float64, ldc int) {
-	kernTx5Go(cols, a, lda, b, k, c, ldc)
+func kernTx5(cols int, a array, lda int, b []float64, k int, c []float64, ldc int) {
+	if a.f32 != nil {
+		kernTx5Go(cols, a.f32, lda, b, k, c, ldc)
+		return
+	}
+	kernTx5Go(cols, a.f64, lda, b, k, c, ldc)
 }
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,

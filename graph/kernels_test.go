@@ -66,27 +66,44 @@ func TestKernelsAVX512(t *testing.T) {
 		}
 	}
 	for k := 0; k <= 48; k++ {
-		{
-			lda, ldb := k+5, k+3
-			a, bt := vec(4*lda), vec(5*ldb)
-			got, want := make([]float64, 3*7+5), make([]float64, 3*7+5)
-			kernDot4x5(a, lda, bt, ldb, k, got, 7)
-			kernDot4x5Go(a, lda, bt, ldb, k, want, 7)
-			close("kernDot4x5", k, got, want)
-		}
-		lda := 40
-		a, b := vec(k*lda+32), vec(5*k)
-		c := vec(4*35 + 32)
-		want := append([]float64{}, c...)
-		kernT32x5(a, lda, b, k, c, 35)
-		kernTx5Go(32, a, lda, b, k, want, 35)
-		close("kernT32x5", k, c, want)
-		for cols := 1; cols <= 8; cols++ {
-			c8 := vec(4*9 + 8)
-			want8 := append([]float64{}, c8...)
-			kernTx5(cols, a, lda, b, k, c8, 9)
-			kernTx5Go(cols, a, lda, b, k, want8, 9)
-			close("kernTx5", k, c8, want8)
+		for _, f32 := range []bool{false, true} {
+			// arr returns v as the kernels' operand, rounded to float32 with
+			// f32, and v as the portable kernels then see it.
+			arr := func(v []float64) (array, []float64) {
+				if !f32 {
+					return array{f64: v}, v
+				}
+				r := narrowed(v)
+				for i, x := range r {
+					v[i] = float64(x)
+				}
+				return array{f32: r}, v
+			}
+			what := map[bool]string{false: "float64", true: "float32"}[f32]
+			{
+				lda, ldb := k+5, k+3
+				a, a64 := arr(vec(4 * lda))
+				bt := vec(5 * ldb)
+				got, want := make([]float64, 3*7+5), make([]float64, 3*7+5)
+				kernDot4x5(a, lda, bt, ldb, k, got, 7)
+				kernDot4x5Go(a64, lda, bt, ldb, k, want, 7)
+				close("kernDot4x5 "+what, k, got, want)
+			}
+			lda := 40
+			a, a64 := arr(vec(k*lda + 32))
+			b := vec(5 * k)
+			c := vec(4*35 + 32)
+			want := append([]float64{}, c...)
+			kernT32x5(a, lda, b, k, c, 35)
+			kernTx5Go(32, a64, lda, b, k, want, 35)
+			close("kernT32x5 "+what, k, c, want)
+			for cols := 1; cols <= 8; cols++ {
+				c8 := vec(4*9 + 8)
+				want8 := append([]float64{}, c8...)
+				kernTx5(cols, a, lda, b, k, c8, 9)
+				kernTx5Go(cols, a64, lda, b, k, want8, 9)
+				close("kernTx5 "+what, k, c8, want8)
+			}
 		}
 	}
 }

@@ -76,13 +76,13 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 		clear(out)
 		return
 	case useAVX512 && n <= narrow && k > shortK && !tx:
-		mulNarrowDot(out, x, m, k, n, y, sp, sj)
+		mulNarrowDot(out, array{f64: x}, m, k, n, y, sp, sj)
 		return
 	case (n <= narrow || k <= shortK) && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
 	case useAVX512 && n <= narrow && m >= 32:
-		mulNarrowT5(out, x, m, k, n, y, sp, sj)
+		mulNarrowT5(out, array{f64: x}, m, k, n, y, sp, sj)
 		return
 	case n <= narrow:
 		mulNarrowT(out, x, m, k, n, y, sp, sj)
@@ -266,9 +266,9 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 // terms at a time (mulNarrowDot), and aᵀ·B with thirty-two columns of a,
 // transposed, against five columns of B (mulNarrowT5).
 
-// mulNarrowDot computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
-// B[p][j] = b[p·sp+j·sj]), n at most narrow.
-func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
+// mulNarrowDot computes out (m×n) = a·B for a (m×k, row-major, in float64
+// or float32) and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most narrow.
+func mulNarrowDot(out []float64, a array, m, k, n int, b []float64, sp, sj int) {
 	n5 := (n + 4) / 5 * 5
 	bt := getScratch(n5 * k) // Bᵀ, zero rows beyond n
 	defer putScratch(bt)
@@ -287,8 +287,8 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	}
 	dot := func(i, j int) float64 {
 		s := 0.0
-		for p, v := range a[i*k : (i+1)*k] {
-			s += v * (*bt)[j*k+p]
+		for p, v := range (*bt)[j*k : (j+1)*k] {
+			s += a.at(i*k+p) * v
 		}
 		return s
 	}
@@ -298,10 +298,10 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 		for i := 4 * lo; i < 4*hi; i += 4 {
 			for g := 0; g < n; g += 5 {
 				if g+5 <= n { // a whole group: straight into out
-					kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k, out[i*n+g:], n)
+					kernDot4x5(a.from(i*k), k, (*bt)[g*k:], k, k, out[i*n+g:], n)
 					continue
 				}
-				kernDot4x5(a[i*k:], k, (*bt)[g*k:], k, k, c[:], 5)
+				kernDot4x5(a.from(i*k), k, (*bt)[g*k:], k, k, c[:], 5)
 				for r := 0; r < 4; r++ {
 					for j := g; j < min(g+5, n); j++ {
 						out[(i+r)*n+j] = c[r*5+j-g]
@@ -317,11 +317,11 @@ func mulNarrowDot(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	}
 }
 
-// mulNarrowT5 computes out (m×n) = aᵀ·B for a (k×m, row-major) with
-// m ≥ 32 and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most narrow, as
-// mulNarrowT does but with the result transposed: each core accumulates
-// outᵀ, five rows at a time.
-func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
+// mulNarrowT5 computes out (m×n) = aᵀ·B for a (k×m, row-major, in float64
+// or float32) with m ≥ 32 and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most
+// narrow, as mulNarrowT does but with the result transposed: each core
+// accumulates outᵀ, five rows at a time.
+func mulNarrowT5(out []float64, a array, m, k, n int, b []float64, sp, sj int) {
 	n5 := (n + 4) / 5 * 5
 	chunk := rowChunk(m)
 	m32 := m &^ 31
@@ -332,12 +332,11 @@ func mulNarrowT5(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 			for g := 0; g < n; g += 5 {
 				packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g, 5)
 				ct := part[g*m:]
-				ap := a[p0*m:]
 				for i := 0; i < m32; i += 32 {
-					kernT32x5(ap[i:], m, pk[:], pc, ct[i:], m)
+					kernT32x5(a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 				}
 				for i := m32; i < m; i += 8 {
-					kernTx5(min(8, m-i), ap[i:], m, pk[:], pc, ct[i:], m)
+					kernTx5(min(8, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 				}
 			}
 		}

@@ -31,6 +31,15 @@ type Objective struct {
 	// divide by gorgonia.SizeOf), never by a constant sample count. An
 	// objective may read the other level's data; it then sees all of them.
 	UpperData, LowerData []*G.Node
+	// Float32Data holds the data of both levels in float32: half the
+	// memory, and half the memory traffic of the products that read them,
+	// which is what bounds the oracles of models with large data. The
+	// values are rounded to float32 once, by Compile and SetData;
+	// variables, intermediate values and derivatives stay float64, so the
+	// oracles compute exactly the problem whose data are the rounded
+	// values. Index vectors read by Gather (SampleIndex) stay float64, so
+	// that every index is exact.
+	Float32Data bool
 }
 
 // Var describes one variable in the flat vector of its level.
@@ -80,7 +89,7 @@ var levelNames = [2]string{"lower objective g", "upper objective f"}
 type level struct {
 	root   *G.Node
 	data   []*G.Node
-	full   [][]float64
+	full   []array
 	rowLen []int
 	n      int
 }
@@ -111,6 +120,7 @@ func Compile(obj Objective) (*Problem, error) {
 		return nil, err
 	}
 	p := &Problem{fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
+	indices := gatherIndices(obj.Upper, obj.Lower)
 	role := map[*G.Node]string{}
 	claim := func(n *G.Node, what string) error {
 		if n == nil {
@@ -158,7 +168,11 @@ func Compile(obj Objective) (*Problem, error) {
 			}
 			l.n = shape[0]
 			l.data = append(l.data, d)
-			l.full = append(l.full, vals)
+			if obj.Float32Data && !indices[d] {
+				l.full = append(l.full, array{f32: narrowed(vals)})
+			} else {
+				l.full = append(l.full, array{f64: vals})
+			}
 			l.rowLen = append(l.rowLen, len(vals)/max(shape[0], 1))
 		}
 		if l.n < 0 {
@@ -223,6 +237,17 @@ func reachable(roots ...*G.Node) []*G.Node {
 		visit(r)
 	}
 	return out
+}
+
+// gatherIndices returns the nodes the roots read as Gather indices.
+func gatherIndices(roots ...*G.Node) map[*G.Node]bool {
+	idx := map[*G.Node]bool{}
+	for _, n := range reachable(roots...) {
+		if _, ok := n.Op().(gatherOp); ok {
+			idx[children(n)[1]] = true
+		}
+	}
+	return idx
 }
 
 // checkDependence rejects variables that cannot matter: an inner variable g
@@ -330,6 +355,7 @@ func (p *Problem) CheckBatch(upper bool, size int) error {
 // SetData replaces the values of the declared data node n (with the same
 // shape) for every later oracle call: the next task of a meta-learning
 // run, say. Linearizations made before keep the data they were made with.
+// The Problem keeps values, or with Objective.Float32Data a float32 copy.
 func (p *Problem) SetData(n *G.Node, values []float64) error {
 	for lv := range p.levels {
 		l := &p.levels[lv]
@@ -337,10 +363,14 @@ func (p *Problem) SetData(n *G.Node, values []float64) error {
 			if d != n {
 				continue
 			}
-			if len(values) != len(l.full[i]) {
-				return fmt.Errorf("graph: SetData of %s with %d values; its shape %v holds %d", nodeName(n), len(values), n.Shape(), len(l.full[i]))
+			if size := len(l.full[i].f64) + len(l.full[i].f32); len(values) != size {
+				return fmt.Errorf("graph: SetData of %s with %d values; its shape %v holds %d", nodeName(n), len(values), n.Shape(), size)
 			}
-			l.full[i] = values
+			if l.full[i].f32 != nil {
+				l.full[i] = array{f32: narrowed(values)}
+			} else {
+				l.full[i] = array{f64: values}
+			}
 			return nil
 		}
 	}
@@ -511,7 +541,7 @@ type Linearization struct {
 	pr               *program
 	needHVP, needMix []bool
 	x, y             []float64
-	data             [][]float64
+	data             []array
 }
 
 // Linearize returns the linearization of g at (x, y) on the lower-level
@@ -524,7 +554,7 @@ func (p *Problem) Linearize(x, y []float64, batch []int) *Linearization {
 		y: append([]float64{}, p.checkLen(y, p.dimY, "y")...)}
 	l.needHVP = pr.need(seq(0, len(p.inner))...)
 	l.needMix = pr.need(seq(len(p.inner), len(p.inner)+len(p.outer))...)
-	l.data = append([][]float64{}, w.batchData(p, pr, batch, true)...)
+	l.data = append([]array{}, w.batchData(p, pr, batch, true)...)
 	l.activate()
 	return l
 }

@@ -41,7 +41,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 	}
 	for _, l := range p.levels {
 		for i, d := range l.data {
-			leaves[d] = b.constant([]int(d.Shape()), l.full[i])
+			leaves[d] = b.dataConstant([]int(d.Shape()), l.full[i])
 		}
 	}
 	eval := func(root *G.Node, y []*node) (*node, error) {

@@ -16,8 +16,8 @@ type world struct {
 	x, y    []*node // variable leaves
 	v, u    []*node // seeds shaped like y and like x
 	data    []*node
-	dataBuf [][]float64 // gathered batch rows (batch worlds only)
-	bound   [][]float64 // scratch for batchData
+	dataBuf []array // gathered batch rows (batch worlds only)
+	bound   []array // scratch for batchData
 	progs   map[int]*program
 	level   int
 }
@@ -61,15 +61,20 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		shape := []int(d.Shape().Clone())
 		if batch >= 0 {
 			shape[0] = batch
-			w.dataBuf = append(w.dataBuf, make([]float64, batch*l.rowLen[i]))
+			w.dataBuf = append(w.dataBuf, l.full[i].make(batch*l.rowLen[i]))
 		}
-		w.data = append(w.data, b.leaf(d.Name(), shape))
-		leaves[d] = w.data[i]
+		if l.full[i].f32 != nil {
+			w.data = append(w.data, b.leaf32(d.Name(), shape))
+			leaves[d] = b.widen(w.data[i])
+		} else {
+			w.data = append(w.data, b.leaf(d.Name(), shape))
+			leaves[d] = w.data[i]
+		}
 	}
 	// The other level's data, should this objective read them, enter whole.
 	other := &p.levels[1-lv]
 	for i, d := range other.data {
-		leaves[d] = b.constant([]int(d.Shape()), other.full[i])
+		leaves[d] = b.dataConstant([]int(d.Shape()), other.full[i])
 	}
 	im := newImporter(b, leaves, p.fixed)
 	out, err := im.node(l.root)
@@ -205,11 +210,11 @@ func (w *world) program(p *Problem, kind int) *program {
 // batchData returns the data buffers of the batch for the data leaves pr
 // reads: the full arrays for a nil batch, else the batch's rows gathered
 // into the world's buffers, or into new ones when fresh is set.
-func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) [][]float64 {
+func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) []array {
 	l := &p.levels[w.level]
 	bufs := w.bound[:0]
 	for i, d := range w.data {
-		var buf []float64
+		var buf array
 		switch {
 		case !pr.uses(d):
 		case batch == nil:
@@ -218,10 +223,10 @@ func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) [][]
 			row := l.rowLen[i]
 			buf = w.dataBuf[i]
 			if fresh {
-				buf = make([]float64, len(batch)*row)
+				buf = buf.make(len(batch) * row)
 			}
 			for r, s := range batch {
-				copy(buf[r*row:(r+1)*row], l.full[i][s*row:(s+1)*row])
+				buf.rows(r, r+1, row).copyFrom(l.full[i].rows(s, s+1, row))
 			}
 		}
 		bufs = append(bufs, buf)
@@ -231,7 +236,7 @@ func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) [][]
 }
 
 // bind binds x, y and data to pr.
-func (w *world) bind(p *Problem, pr *program, x, y []float64, data [][]float64) {
+func (w *world) bind(p *Problem, pr *program, x, y []float64, data []array) {
 	p.checkLen(x, p.dimX, "x")
 	p.checkLen(y, p.dimY, "y")
 	for i, v := range p.outer {
@@ -241,9 +246,7 @@ func (w *world) bind(p *Problem, pr *program, x, y []float64, data [][]float64) 
 		pr.bind(w.y[i], y[v.Offset:v.Offset+v.Size])
 	}
 	for i, d := range w.data {
-		if data[i] != nil {
-			pr.bind(d, data[i])
-		}
+		pr.bindArray(d, data[i])
 	}
 }
 

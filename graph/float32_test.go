@@ -1,0 +1,228 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// TestMatmulMixed checks products with a float32 operand against the
+// float64 product of the widened values, for every route of matmulInto
+// (narrow, short inner dimension, wide, transposed), with the data on
+// either side or both, with and without AVX-512.
+func TestMatmulMixed(t *testing.T) {
+	testMatmulMixed(t)
+	if useAVX512 {
+		useAVX512 = false
+		defer func() { useAVX512 = true }()
+		testMatmulMixed(t)
+	}
+}
+
+func testMatmulMixed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	randn := func(n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(float32(rng.NormFloat64()))
+		}
+		return v
+	}
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {37, 50, 12}, {1002, 784, 10}, {2000, 100, 10}, {9, 700, 25}, {5, 3000, 31}, {301, 32, 290}, {600, 40, 33}, {70, 500, 40}} {
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			for _, which := range []string{"x", "y", "both"} {
+				xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
+				if tr[0] {
+					xs = []int{c.k, c.m}
+				}
+				if tr[1] {
+					ys = []int{c.n, c.k}
+				}
+				x, y := randn(c.m*c.k), randn(c.k*c.n)
+				want := make([]float64, c.m*c.n)
+				matmulInto(want, x, y, xs, ys, tr[0], tr[1])
+				var x32, y32 []float32
+				xa, ya := x, y
+				if which != "y" {
+					x32, xa = narrowed(x), nil
+				}
+				if which != "x" {
+					y32, ya = narrowed(y), nil
+				}
+				got := make([]float64, c.m*c.n)
+				for i := range got {
+					got[i] = math.NaN() // every element must be written
+				}
+				matmulMixed(got, xa, x32, ya, y32, xs, ys, tr[0], tr[1])
+				for i := range got {
+					if math.Abs(got[i]-want[i]) > 1e-12*(math.Abs(want[i])+math.Sqrt(float64(c.k))) {
+						t.Fatalf("%v transposes %v, %s in float32: out[%d] = %v, want %v", c, tr, which, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestWidenInto(t *testing.T) {
+	for _, n := range []int{0, 1, 15, 16, 17, 100, 1000} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(i)*0.37 - 11
+		}
+		src = append(src, 99) // beyond the destination's length: not read
+		dst := make([]float64, n+1)
+		dst[n] = -1
+		widenInto(dst[:n], src[:n])
+		for i := 0; i < n; i++ {
+			if dst[i] != float64(src[i]) {
+				t.Fatalf("n = %d: dst[%d] = %v, want %v", n, i, dst[i], float64(src[i]))
+			}
+		}
+		if dst[n] != -1 {
+			t.Fatalf("n = %d: widenInto wrote past its length", n)
+		}
+	}
+}
+
+// mixedObjective builds a problem that reads its data every way graph/
+// allows: products (X·W), an elementwise operation (X²), the lower
+// level's data read by the upper objective, and per-sample weights
+// gathered at a SampleIndex. The data are float32-rounded when round is
+// set.
+func mixedObjective(n, d, c, nv int, seed uint64, round, f32 bool) Objective {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	randn := func(k int) []float64 {
+		v := make([]float64, k)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+			if round {
+				v[i] = float64(float32(v[i]))
+			}
+		}
+		return v
+	}
+	onehot := func(rows int) []float64 {
+		v := make([]float64, rows*c)
+		for i := 0; i < rows; i++ {
+			v[i*c+rng.IntN(c)] = 1
+		}
+		return v
+	}
+	g := G.NewGraph()
+	X := matNode(g, "X", n, d, randn(n*d))
+	Y := matNode(g, "Y", n, c, onehot(n))
+	Xv := matNode(g, "Xv", nv, d, randn(nv*d))
+	Yv := matNode(g, "Yv", nv, c, onehot(nv))
+	idx := SampleIndex(g, "sample", n)
+	W := matNode(g, "W", d, c, make([]float64, d*c))
+	lam := vecNode(g, "lambda", make([]float64, d))
+	s := vecNode(g, "s", make([]float64, n))
+	logp := G.Must(LogSoftmax(G.Must(G.Mul(X, W)), 1))
+	ce := G.Must(G.Neg(G.Must(G.Sum(G.Must(G.HadamardProd(Y, logp)), 1))))
+	wts := G.Must(G.Sigmoid(G.Must(Gather(s, idx))))
+	loss := G.Must(G.Mean(G.Must(G.HadamardProd(wts, ce))))
+	pen := G.Must(G.Mul(G.Must(G.Exp(lam)), G.Must(G.Sum(G.Must(G.Square(W)), 1))))
+	energy := G.Must(G.Mean(G.Must(G.Square(X)))) // elementwise on the data
+	lower := G.Must(G.Add(loss, G.Must(G.Mul(G.Must(G.Add(energy, G.NewConstant(1.0))), G.Must(G.Mul(pen, G.NewConstant(0.01)))))))
+	upper := G.Must(SoftmaxCrossEntropy(G.Must(G.Mul(Xv, W)), Yv))
+	seen := G.Must(G.Mean(G.Must(G.Square(G.Must(G.Mul(X, W)))))) // the lower level's data, read whole
+	upper = G.Must(G.Add(upper, G.Must(G.Mul(seen, G.NewConstant(0.1)))))
+	return Objective{Upper: upper, Lower: lower, Outer: []*G.Node{lam, s}, Inner: []*G.Node{W},
+		LowerData: []*G.Node{idx, X, Y}, UpperData: []*G.Node{Xv, Yv}, Float32Data: f32}
+}
+
+// TestFloat32Data checks a problem with its data in float32 against the
+// same problem in float64 on the rounded data, oracle by oracle, on all
+// samples and on batches, through FixX, Linearize, Unrolled and after
+// SetData; and its oracles against finite differences.
+func TestFloat32Data(t *testing.T) {
+	const n, d, c, nv = 300, 40, 3, 50
+	o32 := mixedObjective(n, d, c, nv, 5, false, true)
+	p32, err := Compile(o32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p64, err := Compile(mixedObjective(n, d, c, nv, 5, true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := &p32.levels[lowerLevel]
+	if lo.full[0].f64 == nil || lo.full[1].f32 == nil || lo.full[2].f32 == nil || p32.levels[upperLevel].full[0].f32 == nil {
+		t.Fatal("Float32Data: want the index in float64 and the other data in float32")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	randn := func(k int) []float64 {
+		v := make([]float64, k)
+		for i := range v {
+			v[i] = 0.3 * rng.NormFloat64()
+		}
+		return v
+	}
+	x, y := randn(d+n), randn(d*c)
+	v, u := randn(d*c), randn(d+n)
+	const tol = 1e-13
+	cmp := func(name string, a, b []float64) {
+		t.Helper()
+		if e := relErr(a, b); e > tol {
+			t.Errorf("%s: float32 data %v, float64 %v (relative difference %.1e)", name, a[:min(3, len(a))], b[:min(3, len(b))], e)
+		}
+	}
+	both := func(f func(p *Problem, dst []float64), size int, name string) {
+		t.Helper()
+		a, b := make([]float64, size), make([]float64, size)
+		f(p32, a)
+		f(p64, b)
+		cmp(name, a, b)
+	}
+	check := func(batch, ubatch []int, tag string) {
+		t.Helper()
+		both(func(p *Problem, dst []float64) { dst[0] = p.G(x, y, batch) }, 1, tag+"g")
+		both(func(p *Problem, dst []float64) { dst[0] = p.F(x, y, ubatch) }, 1, tag+"f")
+		both(func(p *Problem, dst []float64) { p.GradG(dst[:d+n], dst[d+n:], x, y, batch) }, d+n+d*c, tag+"∇g")
+		both(func(p *Problem, dst []float64) { p.GradF(dst[:d+n], dst[d+n:], x, y, ubatch) }, d+n+d*c, tag+"∇f")
+		both(func(p *Problem, dst []float64) { p.HVP(dst, x, y, v, batch) }, d*c, tag+"HVP")
+		both(func(p *Problem, dst []float64) { p.MixedXY(dst, x, y, v, batch) }, d+n, tag+"MixedXY")
+		both(func(p *Problem, dst []float64) { p.MixedYX(dst, x, y, u, batch) }, d*c, tag+"MixedYX")
+		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).HVP(dst, v) }, d*c, tag+"linearized HVP")
+		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).HVP(dst, y, v) }, d*c, tag+"FixX HVP")
+		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).GradF(dst[:d+n], dst[d+n:], y) }, d+n+d*c, tag+"FixX ∇f")
+	}
+	check(nil, nil, "")
+	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
+	both(func(p *Problem, dst []float64) {
+		un, err := p.Unrolled(3, 0.2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		un.Hypergradient(dst, x, y)
+	}, d+n, "Unrolled")
+
+	// SetData rounds the new values and keeps the index exact.
+	newX := randn(n * d)
+	rounded := make([]float64, len(newX))
+	for i, w := range newX {
+		rounded[i] = float64(float32(w))
+	}
+	if err := p32.SetData(o32.LowerData[1], newX); err != nil {
+		t.Fatal(err)
+	}
+	o64 := mixedObjective(n, d, c, nv, 5, true, false)
+	p64, err = Compile(o64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p64.SetData(o64.LowerData[1], rounded); err != nil {
+		t.Fatal(err)
+	}
+	check(nil, nil, "after SetData: ")
+	if err := p32.SetData(o32.LowerData[1], newX[1:]); err == nil {
+		t.Error("SetData with the wrong length accepted")
+	}
+
+	if r := Check(p32, x, y, nil); r.Max() > 1e-6 {
+		t.Errorf("finite differences: %v", r)
+	}
+}
