@@ -27,11 +27,13 @@ func BenchmarkRows(b *testing.B) {
 		if !want(s.Name) {
 			continue
 		}
-		in, err := NewInstance(s)
-		if err != nil {
-			b.Fatal(err)
+		for _, f32 := range []bool{false, true} {
+			in, err := NewInstance(s, f32)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cases = append(cases, in.Cases()...)
 		}
-		cases = append(cases, in.Cases()...)
 	}
 	if want("meta") {
 		mc, err := MetaCases()
@@ -97,24 +99,41 @@ func TestGenerator(t *testing.T) {
 // vectors are finite and AID and ITD agree in sign on most coordinates
 // (both estimate the same hypergradient, loosely).
 func TestSmallRows(t *testing.T) {
-	in, err := NewInstance(Small)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range in.Cases() {
-		if err := c.Op(); err != nil {
-			t.Errorf("%s: %v", c.Name, err)
+	r := map[string][]float64{}
+	for _, f32 := range []bool{false, true} {
+		in, err := NewInstance(Small, f32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range in.Cases() {
+			if err := c.Op(); err != nil {
+				t.Errorf("%s: %v", c.Name, err)
+			}
+		}
+		res, err := in.Results()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range res {
+			for i, e := range v {
+				if math.IsNaN(e) || math.IsInf(e, 0) {
+					t.Fatalf("%s[%d] = %v", k, i, e)
+				}
+			}
+			r[k] = v
 		}
 	}
-	r, err := in.Results()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range r {
-		for i, e := range v {
-			if math.IsNaN(e) || math.IsInf(e, 0) {
-				t.Fatalf("%s[%d] = %v", k, i, e)
-			}
+	// Float32 data change the oracles by the rounding of the data only
+	// (∇_λW g·v does not read the data).
+	for _, k := range []string{"grad", "hvp", "mixed"} {
+		a, b := r[k], r["f32-"+k]
+		var diff, norm float64
+		for i := range a {
+			diff = max(diff, math.Abs(a[i]-b[i]))
+			norm = max(norm, math.Abs(a[i]))
+		}
+		if e := diff / norm; k == "mixed" && e != 0 || k != "mixed" && (e == 0 || e > 1e-5) {
+			t.Errorf("%s: float32 data move it by %.1e relative", k, e)
 		}
 	}
 }

@@ -60,10 +60,14 @@ type Instance struct {
 	Spec
 	Arrays
 	P *graph.Problem
+	// F32 is set when the problem holds its data in float32
+	// (graph.Objective.Float32Data): the rows named spec/f32/….
+	F32 bool
 }
 
-// NewInstance generates s's data and compiles its problem.
-func NewInstance(s Spec) (*Instance, error) {
+// NewInstance generates s's data and compiles its problem, with the data
+// in float32 when f32 is set.
+func NewInstance(s Spec, f32 bool) (*Instance, error) {
 	a := s.Arrays()
 	m, err := models.LogisticRegression(
 		models.Data{X: a.X, N: s.N, D: s.D, Labels: a.Labels},
@@ -72,6 +76,7 @@ func NewInstance(s Spec) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.Objective.Float32Data = f32
 	p, err := m.Compile()
 	if err != nil {
 		return nil, err
@@ -79,7 +84,7 @@ func NewInstance(s Spec) (*Instance, error) {
 	if p.DimX() != s.D || p.DimY() != s.D*s.C {
 		return nil, fmt.Errorf("bench: %s compiled with d_x = %d, d_y = %d", s.Name, p.DimX(), p.DimY())
 	}
-	return &Instance{Spec: s, Arrays: a, P: p}, nil
+	return &Instance{Spec: s, Arrays: a, P: p, F32: f32}, nil
 }
 
 // linearized serves the Hessian and mixed products of implicit.Problem from
@@ -131,8 +136,17 @@ type Case struct {
 	Op    func() error
 }
 
-// Cases returns the rows of in. The programs every row uses are compiled
-// here, so a row's first call does no compilation.
+// prefix returns the rows' names' common part: spec/f64/ or spec/f32/.
+func (in *Instance) prefix() string {
+	if in.F32 {
+		return in.Name + "/f32/"
+	}
+	return in.Name + "/f64/"
+}
+
+// Cases returns the rows of in: with float32 data, the four oracle rows.
+// The programs every row uses are compiled here, so a row's first call
+// does no compilation.
 func (in *Instance) Cases() []Case {
 	dy, dx := make([]float64, in.P.DimY()), make([]float64, in.P.DimX())
 	lin := in.P.Linearize(in.Lambda, in.W, nil)
@@ -142,13 +156,16 @@ func (in *Instance) Cases() []Case {
 	lin.HVP(dy, in.V)
 	in.P.GradF(dx, dy, in.Lambda, in.W, nil)
 	in.P.F(in.Lambda, in.W, nil)
-	pre := in.Name + "/f64/"
+	pre := in.prefix()
 	nop := func(f func()) func() error { return func() error { f(); return nil } }
 	cs := []Case{
 		{Name: pre + "grad", Op: nop(func() { in.Grad(dy) })},
 		{Name: pre + "hvp", Op: nop(func() { in.HVP(dy) })},
 		{Name: pre + "mixed", Op: nop(func() { in.Mixed(dx) })},
 		{Name: pre + "hvp-fixed", Op: nop(func() { lin.HVP(dy, in.V) })},
+	}
+	if in.F32 {
+		return cs
 	}
 	cgSteps := []int{10}
 	if in.Spec == Small {
@@ -168,15 +185,23 @@ func (in *Instance) Cases() []Case {
 }
 
 // Results returns the vectors torch_ref.py writes for the cross-check:
-// grad, hvp, mixed, aid-cg10 (the hypergradient) and itd-t10.
+// grad, hvp, mixed, aid-cg10 (the hypergradient) and itd-t10; with float32
+// data, f32-grad, f32-hvp and f32-mixed.
 func (in *Instance) Results() (map[string][]float64, error) {
 	r := map[string][]float64{}
 	dy := func() []float64 { return make([]float64, in.P.DimY()) }
 	dx := func() []float64 { return make([]float64, in.P.DimX()) }
-	r["grad"], r["hvp"], r["mixed"] = dy(), dy(), dx()
-	in.Grad(r["grad"])
-	in.HVP(r["hvp"])
-	in.Mixed(r["mixed"])
+	pre := ""
+	if in.F32 {
+		pre = "f32-"
+	}
+	r[pre+"grad"], r[pre+"hvp"], r[pre+"mixed"] = dy(), dy(), dx()
+	in.Grad(r[pre+"grad"])
+	in.HVP(r[pre+"hvp"])
+	in.Mixed(r[pre+"mixed"])
+	if in.F32 {
+		return r, nil
+	}
 	r["aid-cg10"], r["itd-t10"] = dx(), dx()
 	if err := in.AID(r["aid-cg10"], &implicit.CG{MaxIter: 10, Tol: -1}, true); err != nil {
 		return nil, err

@@ -361,12 +361,15 @@ def row_op(name):
 
 
 def write_check(spec, out):
-    """Write the float64 vectors of the cross-check to out/<spec>-<name>.bin."""
+    """Write the vectors of the cross-check to out/<spec>-<name>.bin, in
+    float64 (the float32 rows' results widened)."""
     if spec == "meta":
         vs = {m: Meta(m, torch.float64).meta_grad() for m in ("itd-bio", "aid-bio")}
     else:
         p = problem(spec, torch.float64)
         vs = {"grad": p.grad(), "hvp": p.hvp(), "mixed": p.mixed(), "aid-cg10": p.aid(10), "itd-t10": p.itd(10)}
+        p32 = problem(spec, torch.float32)
+        vs.update({"f32-grad": p32.grad(), "f32-hvp": p32.hvp(), "f32-mixed": p32.mixed()})
     for name, v in vs.items():
         v.detach().numpy().astype("<f8").tofile(os.path.join(out, "%s-%s.bin" % (spec, name)))
 
