@@ -64,3 +64,37 @@ func ExampleCompile() {
 	// ∇ww g·e₁ = [2.500 0.750]
 	// graph: node "ceil(%4)" (ceil): unsupported operation ceil
 }
+
+// ExampleObjective_float32Data holds the data of a least-squares problem in
+// float32: the oracles are those of the float64 problem on the rounded
+// data. Of the data 0.1, 1 and 2, only 0.1 is not a float32 number; its
+// rounding δ = 1.49e-9 moves ∇w g = (2/3) Σ x_i (x_i w − s) by
+// (2/3)(2·0.1·w − s)·δ, and nothing else does.
+func ExampleObjective_float32Data() {
+	build := func(f32 bool) *graph.Problem {
+		g := G.NewGraph()
+		X := G.NewMatrix(g, G.Float64, G.WithName("X"), G.WithShape(3, 1),
+			G.WithValue(tensor.New(tensor.WithShape(3, 1), tensor.WithBacking([]float64{0.1, 1, 2}))))
+		w := G.NewMatrix(g, G.Float64, G.WithName("w"), G.WithShape(1, 1), G.WithInit(G.Zeroes()))
+		s := G.NewScalar(g, G.Float64, G.WithName("s"), G.WithValue(1.0))
+		// g(s, w) = mean((Xw − s)²), f(s, w) = (w − 1)²
+		lower := G.Must(G.Mean(G.Must(G.Square(G.Must(G.Sub(G.Must(G.Mul(X, w)), s))))))
+		upper := G.Must(G.Square(G.Must(G.Sub(G.Must(G.Sum(w)), G.NewConstant(1.0)))))
+		p, err := graph.Compile(graph.Objective{Lower: lower, Upper: upper,
+			Outer: []*G.Node{s}, Inner: []*G.Node{w}, LowerData: []*G.Node{X}, Float32Data: f32})
+		if err != nil {
+			panic(err)
+		}
+		return p
+	}
+	x, y := []float64{1}, []float64{0.5}
+	d64, d32 := make([]float64, 1), make([]float64, 1)
+	build(false).GradG(nil, d64, x, y, nil)
+	build(true).GradG(nil, d32, x, y, nil)
+	delta := float64(float32(0.1)) - 0.1
+	fmt.Printf("∇w g = %.12f with float64 data, %.12f with float32 data\n", d64[0], d32[0])
+	fmt.Printf("difference %.4e, predicted %.4e\n", d32[0]-d64[0], 2.0/3*(2*0.1*y[0]-x[0])*delta)
+	// Output:
+	// ∇w g = -0.396666666667 with float64 data, -0.396666667561 with float32 data
+	// difference -8.9407e-10, predicted -8.9407e-10
+}

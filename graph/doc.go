@@ -17,8 +17,14 @@
 // derivative cache makes a second Grad silently wrong. The oracles are then
 // compiled once per batch size into programs whose buffers are allocated
 // at compile time, and run from the caller's goroutine with the caller's
-// vectors bound in place (large operations split their rows across cores). Linearize fixes (x, y) and a batch so that many
-// Hessian-vector products reuse the forward and first backward passes.
+// vectors bound in place (large operations split their rows across
+// cores). Linearize fixes (x, y) and a batch so that many Hessian-vector
+// products reuse the forward and first backward passes.
+//
+// Graphs are float64. Objective.Float32Data holds the data in float32
+// instead: the products that read them stream half the bytes, and the
+// arithmetic stays float64, so the oracles are those of the problem whose
+// data are the rounded values, to the last few bits.
 //
 // Check compares every oracle with central finite differences; the tests
 // of this package run it over every supported operation.
