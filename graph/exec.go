@@ -1047,18 +1047,15 @@ var pool2x2 = poolParams{kh: 2, kw: 2, sH: 2, sW: 2}
 // never wins. fast says that p is pool2x2.
 func poolArgmax(plane []float64, h, w, or, oc int, p poolParams, fast bool) int {
 	if fast {
+		// The first largest of the four, in the order of the general case
+		// below, without branches (which mispredict on activations).
 		i := 2*or*w + 2*oc
 		q := plane[i : i+w+2]
-		bi, best := 0, q[0]
-		if q[1] > best {
-			bi, best = 1, q[1]
-		}
-		if q[w] > best {
-			bi, best = w, q[w]
-		}
-		if q[w+1] > best {
-			bi = w + 1
-		}
+		bi := b2i(q[1] > q[0])
+		t := b2i(q[w] > q[bi])
+		bi += t * (w - bi)
+		t = b2i(q[w+1] > q[bi])
+		bi += t * (w + 1 - bi)
 		return i + bi
 	}
 	best, bi := math.Inf(-1), -1

@@ -322,3 +322,27 @@ func TestLogInto(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolArgmaxFast checks the branch-free 2×2 path against the general
+// one on planes with ties, infinities and NaNs: the same first largest
+// element of every window.
+func TestPoolArgmaxFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	vals := []float64{0, 1, -1, 2, math.Inf(1), math.Inf(-1), math.NaN()}
+	const h, w = 6, 8
+	plane := make([]float64, h*w)
+	for trial := 0; trial < 2000; trial++ {
+		for i := range plane {
+			plane[i] = vals[rng.IntN(len(vals))]
+		}
+		for or := 0; or < h/2; or++ {
+			for oc := 0; oc < w/2; oc++ {
+				got := poolArgmax(plane, h, w, or, oc, pool2x2, true)
+				want := poolArgmax(plane, h, w, or, oc, pool2x2, false)
+				if got != want {
+					t.Fatalf("window (%d, %d) of %v: fast path picks %d, general %d", or, oc, plane, got, want)
+				}
+			}
+		}
+	}
+}
