@@ -145,7 +145,7 @@ func (b *builder) vjp(n *node, k int, g *node) *node {
 		if k == 0 {
 			return b.reduceTo(g, x.shape)
 		}
-		return b.reduceTo(b.unary(opNeg, g), y.shape)
+		return b.unary(opNeg, b.reduceTo(g, y.shape)) // negate the reduced adjoint
 	case opMul:
 		if k == 0 {
 			return b.reduceTo(b.mul(g, y), x.shape)
