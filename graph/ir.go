@@ -354,6 +354,17 @@ func isCol(col, shape []int) bool {
 // as it is: the kernels repeat it.
 func (b *builder) binary(op opKind, x, y *node) *node {
 	shape := binaryShape(op, x, y)
+	// An operation of a broadcast with a single element is the broadcast of
+	// the operation on the broadcast's source, computed once per element of
+	// the source; the result, a broadcast row or column, is absorbed in turn
+	// by the operations that read it (the adjoint of a mean scaled by 2 in
+	// the square's rule, say).
+	switch {
+	case x.op == opBroadcast && y.size == 1 && sameShape(x.shape, shape) && (len(y.shape) == 0 || len(y.shape) == len(x.shape)):
+		return b.broadcast(b.binary(op, x.args[0], y), shape)
+	case y.op == opBroadcast && x.size == 1 && sameShape(y.shape, shape) && (len(x.shape) == 0 || len(x.shape) == len(y.shape)):
+		return b.broadcast(b.binary(op, x, y.args[0]), shape)
+	}
 	x, y = b.unbroadcastOne(x, y, shape)
 	return b.add(&node{op: op, args: []*node{x, y}, shape: shape})
 }
