@@ -203,6 +203,22 @@ func (b *builder) vjp(n *node, k int, g *node) *node {
 			return b.matmul(x, g, !tx, false)
 		}
 		return b.matmul(g, x, true, tx)
+	case opBatchNorm:
+		switch k {
+		case 0:
+			return b.batchNormGrad(g, x, y, n.eps)
+		case 1: // Σ_rows g ⊙ x̂
+			c := x.shape[1]
+			ones := make([]float64, c)
+			for i := range ones {
+				ones[i] = 1
+			}
+			xhat := b.batchNorm(x, b.constant([]int{c}, ones), b.constant([]int{c}, make([]float64, c)), n.eps)
+			return b.reduce(opSum, b.mul(g, xhat), 0)
+		}
+		return b.reduce(opSum, g, 0)
+	case opBatchNormGrad:
+		return b.batchNormGradVJP(n, k, g)
 	case opLogSoftmax:
 		keep := keepDims(x.shape, n.axis)
 		s := b.broadcast(b.reshape(b.reduce(opSum, g, n.axis), keep), x.shape)

@@ -260,6 +260,10 @@ func eval(n *node, out []float64, in [][]float64) {
 		}
 		x := in[0]
 		splitElems(len(out), mid, func(lo, hi int) { logSoftmax(out[lo:hi], x[lo:hi], (hi-lo)/mid, mid, 1) })
+	case opBatchNorm:
+		bnForward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+	case opBatchNormGrad:
+		bnBackward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
 	case opIm2Col:
 		im2colInto(out, in[0], a[0].shape, convFrom(n.ints))
 	case opCol2Im:

@@ -28,13 +28,13 @@ var Supported = []string{
 	"Reshape, Transpose, Concat, Slice (with steps), broadcasting (BroadcastAdd & co.)",
 	"SoftMax, LogSoftMax (any axis)",
 	"Im2Col and so Conv2d, MaxPool2D",
-	"graph.LogSoftmax, graph.Gather (this package's operations)",
+	"graph.LogSoftmax, graph.Gather, graph.BatchNorm (this package's operations)",
 }
 
 // supportedOp reports whether graph/ can import op, and a name for it.
 func supportedOp(op G.Op) (string, bool) {
 	switch op.(type) {
-	case logSoftmaxOp, gatherOp:
+	case logSoftmaxOp, gatherOp, batchNormOp:
 		return op.String(), true
 	}
 	name := opTypeName(op)
@@ -241,6 +241,8 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		return b.logSoftmax(a[0], normAxis(op.axis, len(a[0].shape))), nil
 	case gatherOp:
 		return b.gather(a[0], a[1]), nil
+	case batchNormOp:
+		return b.batchNorm(a[0], a[1], a[2], op.eps), nil
 	}
 	switch opTypeName(op) {
 	case "constantScalar", "constantTensor":

@@ -67,13 +67,15 @@ const (
 	opSliceGrad // the adjoint of opSlice: args[0] placed into zeros of the node's shape
 	opMatMul    // 2-D product; ints: transA, transB
 	opLogSoftmax
-	opIm2Col      // ints: kh, kw, padH, padW, strideH, strideW, dilH, dilW
-	opCol2Im      // the adjoint of opIm2Col; same ints
-	opPoolGather  // max-pool windows of args[0], the value picked from args[1]; ints: kh, kw, padN, padS, padW, padE, sH, sW
-	opPoolScatter // the adjoint of opPoolGather in args[1]: args[1] (pooled shape) sent to the argmax of args[0]
-	opGather      // rows of args[0] at the integer indices held in args[1]
-	opScatterAdd  // the adjoint of opGather: rows of args[0] added at the indices args[1]; the node's shape is the table's
-	opWiden       // args[0], a float32 leaf or constant, in float64
+	opIm2Col        // ints: kh, kw, padH, padW, strideH, strideW, dilH, dilW
+	opCol2Im        // the adjoint of opIm2Col; same ints
+	opPoolGather    // max-pool windows of args[0], the value picked from args[1]; ints: kh, kw, padN, padS, padW, padE, sH, sW
+	opPoolScatter   // the adjoint of opPoolGather in args[1]: args[1] (pooled shape) sent to the argmax of args[0]
+	opGather        // rows of args[0] at the integer indices held in args[1]
+	opScatterAdd    // the adjoint of opGather: rows of args[0] added at the indices args[1]; the node's shape is the table's
+	opWiden         // args[0], a float32 leaf or constant, in float64
+	opBatchNorm     // batch normalization of args[0] (n×c) with scale args[1] and shift args[2] (c); eps: ε
+	opBatchNormGrad // the adjoint of opBatchNorm(args[1], args[2], ·) w.r.t. its input, for the output adjoint args[0]; eps: ε
 	numOps
 )
 
@@ -83,7 +85,7 @@ var opNames = [numOps]string{
 	"sigmoid", "tanh", "softplus", "abs", "sign", "sin", "cos",
 	"add", "sub", "mul", "div", "pow", "cmp",
 	"reshape", "transpose", "broadcast", "sum", "max", "concat", "slice", "slicegrad",
-	"matmul", "logsoftmax", "im2col", "col2im", "poolgather", "poolscatter", "gather", "scatteradd", "widen",
+	"matmul", "logsoftmax", "im2col", "col2im", "poolgather", "poolscatter", "gather", "scatteradd", "widen", "batchnorm", "batchnormgrad",
 }
 
 func (k opKind) String() string {
@@ -116,6 +118,7 @@ type node struct {
 	axis  int
 	ints  []int
 	data  []float64 // opConst values
+	eps   float64   // opBatchNorm, opBatchNormGrad: ε
 	name  string    // leaves: the variable or data name
 	// f32 marks a leaf or constant held in float32 (data of an objective
 	// with Float32Data; a constant's values are then in data32). Only
@@ -206,7 +209,7 @@ func (b *builder) add(n *node) *node {
 	key := ""
 	if n.op != opLeaf && (n.op != opConst || len(n.data) <= 16 && !n.f32) {
 		var k strings.Builder
-		fmt.Fprintf(&k, "%d|%d|%v|%v|", n.op, n.axis, n.ints, n.shape)
+		fmt.Fprintf(&k, "%d|%d|%v|%v|%x|", n.op, n.axis, n.ints, n.shape, math.Float64bits(n.eps))
 		for _, a := range n.args {
 			k.WriteString(strconv.Itoa(a.id))
 			k.WriteByte(',')

@@ -79,6 +79,64 @@ func SampleIndex(g *G.ExprGraph, name string, n int) *G.Node {
 		G.WithValue(tensor.New(tensor.WithShape(n), tensor.WithBacking(d))))
 }
 
+// BatchNorm returns batch normalization in training mode of z (samples ×
+// features):
+//
+//	BN(z)_ij = γ_j (z_ij − μ_j)/√(σ²_j + ε) + β_j,
+//
+// μ_j and σ²_j the mean and biased variance of column j over the rows of
+// the batch the graph is evaluated on, γ and β vectors of one value per
+// column, ε > 0. It is the function the same expression written with Mean,
+// Sub, Square and broadcasts computes, and graph/ differentiates it as
+// many times, but its forward pass and adjoint each go over z a few times
+// instead of a dozen.
+func BatchNorm(z, gamma, beta *G.Node, eps float64) (*G.Node, error) {
+	if z.Dims() != 2 || gamma.Dims() != 1 || beta.Dims() != 1 || gamma.Shape()[0] != z.Shape()[1] || beta.Shape()[0] != z.Shape()[1] {
+		return nil, fmt.Errorf("graph: BatchNorm of %s with shape %v, scale %s with shape %v and shift %s with shape %v: want (samples, features) and two vectors of the features",
+			nodeName(z), z.Shape(), nodeName(gamma), gamma.Shape(), nodeName(beta), beta.Shape())
+	}
+	if !(eps > 0) || math.IsInf(eps, 1) {
+		return nil, fmt.Errorf("graph: BatchNorm of %s with ε = %v; want a finite ε > 0", nodeName(z), eps)
+	}
+	return G.ApplyOp(batchNormOp{eps: eps}, z, gamma, beta)
+}
+
+type batchNormOp struct{ eps float64 }
+
+func (op batchNormOp) Arity() int { return 3 }
+func (op batchNormOp) Type() hm.Type {
+	m := G.TensorType{Dims: 2, Of: hm.TypeVariable('a')}
+	v := G.TensorType{Dims: 1, Of: hm.TypeVariable('a')}
+	return hm.NewFnType(m, v, v, m)
+}
+func (op batchNormOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	s, ok := in[0].(tensor.Shape)
+	if !ok || len(s) != 2 {
+		return nil, fmt.Errorf("graph: BatchNorm: want a matrix shape, got %v", in[0])
+	}
+	return s.Clone(), nil
+}
+func (op batchNormOp) Do(v ...G.Value) (G.Value, error) {
+	z, ok1 := v[0].Data().([]float64)
+	gamma, ok2 := v[1].Data().([]float64)
+	beta, ok3 := v[2].Data().([]float64)
+	if !ok1 || !ok2 || !ok3 {
+		return nil, fmt.Errorf("graph: BatchNorm computes float64 values")
+	}
+	shape := []int(v[0].Shape())
+	out := make([]float64, len(z))
+	bnForward(out, z, gamma, beta, shape[0], shape[1], op.eps)
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
+}
+func (op batchNormOp) ReturnsPtr() bool     { return false }
+func (op batchNormOp) CallsExtern() bool    { return false }
+func (op batchNormOp) OverwritesInput() int { return -1 }
+func (op batchNormOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "graph.BatchNorm(%x)", math.Float64bits(op.eps))
+}
+func (op batchNormOp) Hashcode() uint32 { return hashOf(op) }
+func (op batchNormOp) String() string   { return fmt.Sprintf("graph.BatchNorm(ε=%g)", op.eps) }
+
 type logSoftmaxOp struct{ axis, dims int }
 
 func (op logSoftmaxOp) Arity() int { return 1 }

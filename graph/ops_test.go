@@ -144,6 +144,18 @@ var opCases = []opCase{
 		}
 		return G.MaxPool2D(a, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2})
 	}),
+	binaryCase("graph.BatchNorm wrt input", []int{6, 3}, []int{3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		beta := G.NewVector(y.Graph(), G.Float64, G.WithShape(3), G.WithName("beta"),
+			G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{0.5, -1, 2}))))
+		return BatchNorm(y, x, beta, 0.1)
+	}),
+	binaryCase("graph.BatchNorm wrt scale and shift", []int{3}, []int{5, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		s, err := G.Square(y)
+		if err != nil {
+			return nil, err
+		}
+		return BatchNorm(x, s, y, 1e-3)
+	}),
 	binaryCase("graph.Gather", []int{5, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		idx := G.NewVector(y.Graph(), G.Float64, G.WithShape(4), G.WithName("idx"),
 			G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{0, 2, 2, 4}))))

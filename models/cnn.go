@@ -97,9 +97,8 @@ func CNNFeatures(s CNNSettings) (int, error) {
 // 3 × 3) and the normalization scale γ and shift β (Filters each); the
 // inner variable y is W (features × ways) and b (1 × ways).
 //
-// Batch normalization is in training mode, written with Mean, Sub, Square,
-// Sqrt and broadcasts, so that graph/ differentiates it any number of
-// times (gorgonia's BatchNorm op is not supported):
+// Batch normalization is in training mode, graph.BatchNorm (gorgonia's
+// BatchNorm op is not supported):
 //
 //	BN(a)_{ncij} = γ_c (a_{ncij} − μ_c) / √(σ²_c + ε) + β_c,
 //
@@ -306,29 +305,13 @@ func (m *Backbone) embed(x *G.Node) *G.Node {
 		patches := G.Must(G.Reshape(col, tensor.Shape{n * h * w, s[3]}))
 		filters := G.Must(G.Reshape(conv, tensor.Shape{c, s[3]}))
 		z := G.Must(G.Mul(patches, G.Must(G.Transpose(filters))))
-		z = batchNorm(z, m.Scale[k], m.Shift[k], m.Settings.Eps)
+		z = G.Must(graph.BatchNorm(z, m.Scale[k], m.Shift[k], m.Settings.Eps))
 		z = G.Must(G.Rectify(z))
 		z = G.Must(G.Transpose(G.Must(G.Reshape(z, tensor.Shape{n, h, w, c})), 0, 3, 1, 2))
 		a = G.Must(G.MaxPool2D(z, tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2}))
 	}
 	sh := a.Shape()
 	return G.Must(G.Reshape(a, tensor.Shape{sh[0], sh[1] * sh[2] * sh[3]}))
-}
-
-// batchNorm normalizes each column of z (one row per pixel of every
-// image, one column per channel) by its mean and variance, then scales by
-// gamma and shifts by beta (one per column).
-func batchNorm(z, gamma, beta *G.Node, eps float64) *G.Node {
-	c := z.Shape()[1]
-	row := func(v *G.Node) *G.Node { return G.Must(G.Reshape(v, tensor.Shape{1, c})) }
-	rows := []byte{0}
-	mean := G.Must(G.Mean(z, 0))
-	centered := G.Must(G.BroadcastSub(z, row(mean), nil, rows))
-	variance := G.Must(G.Mean(G.Must(G.Square(centered)), 0))
-	std := G.Must(G.Sqrt(G.Must(G.Add(variance, G.NewConstant(eps)))))
-	k := G.Must(G.HadamardDiv(gamma, std))
-	out := G.Must(G.BroadcastHadamardProd(centered, row(k), nil, rows))
-	return G.Must(G.BroadcastAdd(out, row(beta), nil, rows))
 }
 
 // OneHot writes the n × classes one-hot rows of labels into dst, reusing

@@ -1,0 +1,158 @@
+package graph
+
+import "math"
+
+// Batch normalization in training mode, as one operation: BatchNorm's
+// forward pass and its adjoint each go over the data a few times, where
+// the same function written with Mean, Sub, Square, Sqrt and broadcasts
+// takes a dozen memory-bound passes each way. The adjoint with respect to
+// the input,
+//
+//	∂z = γ/σ · (g − mean(g) − x̂·mean(g ⊙ x̂)),   x̂ = (z − μ)/σ,  σ = √(σ² + ε),
+//
+// per column, is an operation too (opBatchNormGrad); its own derivatives
+// (batchNormGradVJP), needed for second-order work through the
+// normalization, are written with primitives.
+
+// batchNorm returns opBatchNorm(z, γ, β) for z of shape (n, c) and γ, β of
+// shape (c).
+func (b *builder) batchNorm(z, gamma, beta *node, eps float64) *node {
+	checkBN(z, gamma, beta)
+	return b.add(&node{op: opBatchNorm, args: []*node{z, gamma, beta}, shape: cloneInts(z.shape), eps: eps})
+}
+
+// batchNormGrad returns the adjoint of opBatchNorm(z, γ, ·) with respect
+// to z, for the adjoint g of its output.
+func (b *builder) batchNormGrad(g, z, gamma *node, eps float64) *node {
+	checkBN(z, gamma, gamma)
+	if !sameShape(g.shape, z.shape) {
+		shapePanic("batch-norm adjoint of shape %v for an input of shape %v", g.shape, z.shape)
+	}
+	return b.add(&node{op: opBatchNormGrad, args: []*node{g, z, gamma}, shape: cloneInts(z.shape), eps: eps})
+}
+
+func checkBN(z, gamma, beta *node) {
+	if len(z.shape) != 2 || !sameShape(gamma.shape, z.shape[1:]) || !sameShape(beta.shape, z.shape[1:]) {
+		shapePanic("batch normalization of shape %v with scale %v and shift %v: want (samples, features) and (features)", z.shape, gamma.shape, beta.shape)
+	}
+}
+
+// bnNormalized returns x̂ = (z − μ)/σ and the row 1/σ, written with
+// primitives.
+func (b *builder) bnNormalized(z *node, eps float64) (xhat, inv *node) {
+	n, row := z.shape[0], []int{1, z.shape[1]}
+	mean := func(a *node) *node { return b.reshape(b.scale(b.reduce(opSum, a, 0), 1/float64(n)), row) }
+	c := b.binary(opSub, z, b.broadcast(mean(z), z.shape))
+	v := mean(b.unary(opSquare, c))
+	inv = b.unary(opInvSqrt, b.binary(opAdd, v, b.scalar(eps)))
+	return b.mul(c, b.broadcast(inv, z.shape)), inv
+}
+
+// batchNormGradVJP returns the adjoint of argument k of n =
+// opBatchNormGrad(g, z, γ) for the adjoint w of n. Per column, with
+// F = γ/σ·(g − ḡ − x̂·A/n), A = Σ g ⊙ x̂, B = Σ w ⊙ x̂, S = Σ w ⊙ (g − ḡ):
+//
+//	∂⟨w, F⟩/∂g = γ/σ·(w − w̄ − x̂·B/n) = opBatchNormGrad(w, z, γ) (the map g ↦ F is symmetric),
+//	∂⟨w, F⟩/∂z = −γ/(n σ²)·(B (g − ḡ) + A (w − w̄) + x̂ (S − 3AB/n)),
+//	∂⟨w, F⟩/∂γ = Σ_rows w ⊙ opBatchNormGrad(g, z, 1),
+//
+// the second from ∂x̂_i/∂z_j = (δ_ij − 1/n − x̂_i x̂_j/n)/σ and
+// ∂(1/σ)/∂z_j = −x̂_j/(n σ²).
+func (b *builder) batchNormGradVJP(n *node, k int, w *node) *node {
+	g, z, gamma := n.args[0], n.args[1], n.args[2]
+	rows, c := z.shape[0], z.shape[1]
+	switch k {
+	case 0:
+		return b.batchNormGrad(w, z, gamma, n.eps)
+	case 2:
+		ones := make([]float64, c)
+		for i := range ones {
+			ones[i] = 1
+		}
+		return b.reduce(opSum, b.mul(w, b.batchNormGrad(g, z, b.constant([]int{c}, ones), n.eps)), 0)
+	}
+	row := []int{1, c}
+	colSum := func(a *node) *node { return b.reshape(b.reduce(opSum, a, 0), row) }
+	full := func(r *node) *node { return b.broadcast(r, z.shape) }
+	inv := 1 / float64(rows)
+	xhat, is := b.bnNormalized(z, n.eps)
+	gc := b.binary(opSub, g, full(b.scale(colSum(g), inv)))
+	wc := b.binary(opSub, w, full(b.scale(colSum(w), inv)))
+	A, B, S := colSum(b.mul(g, xhat)), colSum(b.mul(w, xhat)), colSum(b.mul(w, gc))
+	sum := b.add2(b.add2(b.mul(full(B), gc), b.mul(full(A), wc)),
+		b.mul(xhat, full(b.binary(opSub, S, b.scale(b.mul(A, B), 3*inv)))))
+	coef := b.scale(b.mul(b.reshape(gamma, row), b.unary(opSquare, is)), -inv)
+	return b.mul(full(coef), sum)
+}
+
+// bnStats sets mean[j] to the mean of column j of z (n×c) and inv[j] to
+// 1/√(σ²_j + ε), σ²_j its biased variance.
+func bnStats(mean, inv, z []float64, n, c int, eps float64) {
+	clear(mean)
+	clear(inv)
+	for r := 0; r < n; r++ {
+		for j, v := range z[r*c : (r+1)*c] {
+			mean[j] += v
+		}
+	}
+	s := 1 / float64(n)
+	for j := range mean {
+		mean[j] *= s
+	}
+	for r := 0; r < n; r++ {
+		for j, v := range z[r*c : (r+1)*c] {
+			d := v - mean[j]
+			inv[j] += d * d
+		}
+	}
+	for j := range inv {
+		inv[j] = 1 / math.Sqrt(inv[j]*s+eps)
+	}
+}
+
+// bnForward sets out = (z − μ)·γ/σ + β, column by column, for z (n×c).
+func bnForward(out, z, gamma, beta []float64, n, c int, eps float64) {
+	st := getScratch(3 * c)
+	defer putScratch(st)
+	mean, inv, k := (*st)[:c], (*st)[c:2*c], (*st)[2*c:]
+	bnStats(mean, inv, z, n, c, eps)
+	for j := range k {
+		k[j] = gamma[j] * inv[j]
+	}
+	for r := 0; r < n; r++ {
+		o := out[r*c : (r+1)*c]
+		for j, v := range z[r*c : (r+1)*c] {
+			o[j] = (v-mean[j])*k[j] + beta[j]
+		}
+	}
+}
+
+// bnBackward sets out to the adjoint of bnForward's input for the adjoint
+// g of its output (see the file comment).
+func bnBackward(out, g, z, gamma []float64, n, c int, eps float64) {
+	st := getScratch(5 * c)
+	defer putScratch(st)
+	mean, inv, sg, sgx, k := (*st)[:c], (*st)[c:2*c], (*st)[2*c:3*c], (*st)[3*c:4*c], (*st)[4*c:]
+	bnStats(mean, inv, z, n, c, eps)
+	clear(sg)
+	clear(sgx)
+	for r := 0; r < n; r++ {
+		zr := z[r*c : (r+1)*c]
+		for j, v := range g[r*c : (r+1)*c] {
+			sg[j] += v
+			sgx[j] += v * (zr[j] - mean[j]) * inv[j]
+		}
+	}
+	s := 1 / float64(n)
+	for j := range k {
+		k[j] = gamma[j] * inv[j]
+		sg[j] *= s
+		sgx[j] *= s
+	}
+	for r := 0; r < n; r++ {
+		o, zr := out[r*c:(r+1)*c], z[r*c:(r+1)*c]
+		for j, v := range g[r*c : (r+1)*c] {
+			o[j] = k[j] * (v - sg[j] - (zr[j]-mean[j])*inv[j]*sgx[j])
+		}
+	}
+}
