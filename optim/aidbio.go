@@ -61,9 +61,9 @@ func (m AIDBiO) Init(p Problem, st *State) error {
 		checkStep("AIDBiO.Alpha", m.Alpha),
 		checkCount("AIDBiO.D", m.D),
 		checkCount("AIDBiO.N", m.N),
-		checkBatch("AIDBiO.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("AIDBiO.HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch("AIDBiO.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "AIDBiO.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "AIDBiO.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "AIDBiO.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("AIDBiO", st),
 	)
 	if err != nil {

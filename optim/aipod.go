@@ -190,9 +190,9 @@ func (m AiPOD) Init(p Problem, st *State) error {
 		checkCount("AiPOD.N", m.N),
 		aipodCheckSeries("AiPOD.Series", m.Series),
 		aipodCheckLower("AiPOD.Lower", p, m.Lower),
-		checkBatch("AiPOD.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("AiPOD.HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch("AiPOD.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "AiPOD.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "AiPOD.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "AiPOD.OuterBatch", m.OuterBatch, Upper),
 		rejectProjectY("AiPOD", st),
 	)
 	if err != nil {
@@ -255,9 +255,9 @@ func (m EAiPOD) check(name string, p Problem, st *State) error {
 		aipodCheckProb(name+".P", m.P),
 		aipodCheckSeries(name+".Series", m.Series),
 		aipodCheckLower(name+".Lower", p, m.Lower),
-		checkBatch(name+".InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch(name+".HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch(name+".OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, name+".InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, name+".HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, name+".OuterBatch", m.OuterBatch, Upper),
 	)
 }
 
@@ -359,9 +359,9 @@ func (m E2AiPOD) check(name string, p Problem, st *State) error {
 		aipodCheckProb(name+".P", m.P),
 		aipodCheckProb(name+".Q", m.Q),
 		aipodCheckLower(name+".Lower", p, m.Lower),
-		checkBatch(name+".InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch(name+".HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch(name+".OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, name+".InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, name+".HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, name+".OuterBatch", m.OuterBatch, Upper),
 	)
 	if err == nil && m.Lower != nil && m.Lower.Coupled() {
 		err = errors.New(name + ".Lower depends on x (h ≠ 0), but E2-AiPOD requires h = 0 (paper 004 Section 4): use EAiPOD or AiPOD")

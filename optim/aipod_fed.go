@@ -438,9 +438,9 @@ func (m FedNestBaseline) Init(p Problem, st *State) error {
 		checkCount("FedNestBaseline.S", m.S),
 		checkCount("FedNestBaseline.N", m.N),
 		aipodCheckSeries("FedNestBaseline.Series", m.Series),
-		checkBatch("FedNestBaseline.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("FedNestBaseline.HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch("FedNestBaseline.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "FedNestBaseline.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "FedNestBaseline.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "FedNestBaseline.OuterBatch", m.OuterBatch, Upper),
 		fedCheck("FedNestBaseline", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.OuterBatch),
 	)
 	if err != nil {

@@ -49,16 +49,15 @@ var _ Method = AmIGO{}
 
 // Init implements Method. It allocates State.V (zeros) if missing.
 func (m AmIGO) Init(p Problem, st *State) error {
-	nl := p.NumLower()
 	err := firstErr(
 		checkStep("AmIGO.Alpha", m.Alpha),
 		checkStep("AmIGO.Eta", m.Eta),
 		checkCount("AmIGO.D", m.D),
 		checkCount("AmIGO.Q", m.Q),
-		checkBatch("AmIGO.InnerBatch", m.InnerBatch, nl, Lower),
-		checkBatch("AmIGO.HessianBatch", m.HessianBatch, nl, Lower),
-		checkBatch("AmIGO.MixedBatch", m.MixedBatch, nl, Lower),
-		checkBatch("AmIGO.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "AmIGO.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "AmIGO.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "AmIGO.MixedBatch", m.MixedBatch, Lower),
+		checkBatch(p, "AmIGO.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("AmIGO", st),
 	)
 	if err != nil {

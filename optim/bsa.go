@@ -59,17 +59,16 @@ var _ Method = BSA{}
 
 // Init implements Method. It allocates State.V if missing.
 func (m BSA) Init(p Problem, st *State) error {
-	nl := p.NumLower()
 	err := firstErr(
 		checkStep("BSA.Alpha", m.Alpha),
 		checkStep("BSA.Eta", m.Eta),
 		checkCount("BSA.D", m.D),
 		checkCount("BSA.N", m.N),
 		checkBaselineDecay("BSA.OuterDecay", m.OuterDecay),
-		checkBatch("BSA.InnerBatch", m.InnerBatch, nl, Lower),
-		checkBatch("BSA.HessianBatch", m.HessianBatch, nl, Lower),
-		checkBatch("BSA.MixedBatch", m.MixedBatch, nl, Lower),
-		checkBatch("BSA.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "BSA.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "BSA.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "BSA.MixedBatch", m.MixedBatch, Lower),
+		checkBatch(p, "BSA.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("BSA", st),
 	)
 	if err != nil {

@@ -54,8 +54,8 @@ func (m ITDBiO) Init(p Problem, st *State) error {
 	err := firstErr(
 		checkStep("ITDBiO.Alpha", m.Alpha),
 		checkCount("ITDBiO.D", m.D),
-		checkBatch("ITDBiO.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("ITDBiO.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "ITDBiO.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "ITDBiO.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("ITDBiO", st),
 	)
 	if err != nil {

@@ -64,14 +64,22 @@ func checkCount(name string, v int) error {
 	return nil
 }
 
-// checkBatch validates a batch size against the size n of its data set.
-func checkBatch(name string, size, n int, set DataSet) error {
-	which := "NumLower"
+// checkBatch validates a batch size against the size of its data set and,
+// when p is a BatchChecker, against what p's oracles can evaluate, so that
+// a graph that cannot take the size fails here with an error instead of
+// panicking in the first oracle call.
+func checkBatch(p Problem, name string, size int, set DataSet) error {
+	n, which := p.NumLower(), "NumLower"
 	if set == Upper {
-		which = "NumUpper"
+		n, which = p.NumUpper(), "NumUpper"
 	}
 	if size < 0 || size > n {
 		return fmt.Errorf("%s = %d: set a batch size between 1 and %s() = %d, or 0 for the whole data set", name, size, which, n)
+	}
+	if b, ok := p.(BatchChecker); ok && size > 0 {
+		if err := b.CheckBatch(set == Upper, size); err != nil {
+			return fmt.Errorf("%s = %d: %w", name, size, err)
+		}
 	}
 	return nil
 }

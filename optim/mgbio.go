@@ -176,8 +176,8 @@ func (m MSGBiO) Init(p Problem, st *State) error {
 	err := firstErr(
 		mgbioCheck("MSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("MSGBiO", m.K, m.M, m.C),
-		checkBatch("MSGBiO.LowerBatch", m.LowerBatch, p.NumLower(), Lower),
-		checkBatch("MSGBiO.UpperBatch", m.UpperBatch, p.NumUpper(), Upper),
+		checkBatch(p, "MSGBiO.LowerBatch", m.LowerBatch, Lower),
+		checkBatch(p, "MSGBiO.UpperBatch", m.UpperBatch, Upper),
 	)
 	if err != nil {
 		return err
@@ -240,8 +240,8 @@ func (m VRMSGBiO) Init(p Problem, st *State) error {
 	err := firstErr(
 		mgbioCheck("VRMSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("VRMSGBiO", m.K, m.M, m.C),
-		checkBatch("VRMSGBiO.LowerBatch", m.LowerBatch, p.NumLower(), Lower),
-		checkBatch("VRMSGBiO.UpperBatch", m.UpperBatch, p.NumUpper(), Upper),
+		checkBatch(p, "VRMSGBiO.LowerBatch", m.LowerBatch, Lower),
+		checkBatch(p, "VRMSGBiO.UpperBatch", m.UpperBatch, Upper),
 	)
 	if err != nil {
 		return err

@@ -189,18 +189,17 @@ func (m NSBOSGD) T() int { return nboUpdates(m.Updates) - 1 }
 // Init implements Method. It allocates State.V (u) and, if Warmup is set,
 // runs BOX 2 on a fresh run (State.V missing); a resumed run is left alone.
 func (m NSBOSGD) Init(p Problem, st *State) error {
-	nl, nu := p.NumLower(), p.NumUpper()
 	err := firstErr(
 		checkStep("NSBOSGD.Gamma", m.Gamma),
 		checkCount("NSBOSGD.Updates", m.Updates),
-		checkBatch("NSBOSGD.HessianBatch", m.HessianBatch, nl, Lower),
-		checkBatch("NSBOSGD.ResidualBatch", m.ResidualBatch, nl, Lower),
-		checkBatch("NSBOSGD.GradBatch", m.GradBatch, nl, Lower),
-		checkBatch("NSBOSGD.MixedBatch", m.MixedBatch, nl, Lower),
-		checkBatch("NSBOSGD.OuterBatch", m.OuterBatch, nu, Upper),
+		checkBatch(p, "NSBOSGD.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "NSBOSGD.ResidualBatch", m.ResidualBatch, Lower),
+		checkBatch(p, "NSBOSGD.GradBatch", m.GradBatch, Lower),
+		checkBatch(p, "NSBOSGD.MixedBatch", m.MixedBatch, Lower),
+		checkBatch(p, "NSBOSGD.OuterBatch", m.OuterBatch, Upper),
 		m.Warmup.validate("NSBOSGD"),
-		checkBatch("NSBOSGD.WarmupBatch", m.WarmupBatch, nl, Lower),
-		checkBatch("NSBOSGD.WarmupOuterBatch", m.WarmupOuterBatch, nu, Upper),
+		checkBatch(p, "NSBOSGD.WarmupBatch", m.WarmupBatch, Lower),
+		checkBatch(p, "NSBOSGD.WarmupOuterBatch", m.WarmupOuterBatch, Upper),
 		noProjectY("NSBOSGD", st),
 	)
 	if err != nil {

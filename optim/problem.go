@@ -141,6 +141,24 @@ func (c *counter) HVP(dst, x, y, v []float64, batch []int) {
 	c.vector("HVP", c.calls.HVP, dst)
 }
 
+// BatchChecker is implemented by problems whose oracles cannot take every
+// batch size (graph.Problem, when an objective fixes a sample count):
+// CheckBatch reports whether batches of size samples of the upper (or
+// lower) level can be evaluated. The methods' Init calls it for each batch
+// size they are configured with, so a size the problem cannot take is an
+// error before the first iteration, not a panic in an oracle.
+type BatchChecker interface {
+	CheckBatch(upper bool, size int) error
+}
+
+// CheckBatch forwards to the problem's CheckBatch, if it has one.
+func (c *counter) CheckBatch(upper bool, size int) error {
+	if b, ok := c.p.(BatchChecker); ok {
+		return b.CheckBatch(upper, size)
+	}
+	return nil
+}
+
 // HVPAt is the problem's Hessian operator at (x, y) on batch — its
 // linearized one when it has one (implicit.Linearizer) — with each product
 // counted and checked as HVP does.

@@ -59,8 +59,8 @@ func (m SOBA) Init(p Problem, st *State) error {
 		checkStep("SOBA.Rho", m.Rho),
 		checkBaselineDecay("SOBA.InnerDecay", m.InnerDecay),
 		checkBaselineDecay("SOBA.OuterDecay", m.OuterDecay),
-		checkBatch("SOBA.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("SOBA.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "SOBA.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "SOBA.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("SOBA", st),
 	)
 	if err != nil {

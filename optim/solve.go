@@ -258,6 +258,11 @@ func validateSettings(p Problem, s *Settings) error {
 			return fmt.Errorf("optim: Settings.EvalBatch holds index %d outside [0, NumUpper() = %d)", i, p.NumUpper())
 		}
 	}
+	if b, ok := p.(BatchChecker); ok && s.EvalBatch != nil {
+		if err := b.CheckBatch(true, len(s.EvalBatch)); err != nil {
+			return fmt.Errorf("optim: Settings.EvalBatch of %d samples: %w", len(s.EvalBatch), err)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		pr   Projection

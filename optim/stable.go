@@ -242,8 +242,8 @@ func stableCheck(name string, alpha, beta float64, sched STABLESchedule, k0 floa
 		checkStep(name+".Alpha", alpha),
 		checkStep(name+".Beta", beta),
 		checkDenseParam(name+".K0", k0, "1/β"),
-		checkBatch(name+".LowerBatch", lower, p.NumLower(), Lower),
-		checkBatch(name+".UpperBatch", upper, p.NumUpper(), Upper),
+		checkBatch(p, name+".LowerBatch", lower, Lower),
+		checkBatch(p, name+".UpperBatch", upper, Upper),
 		noProjectY(name, st),
 	)
 	if err != nil {

@@ -55,10 +55,10 @@ func (m StocBiO) Init(p Problem, st *State) error {
 		checkStep("StocBiO.Eta", m.Eta),
 		checkCount("StocBiO.D", m.D),
 		checkCount("StocBiO.Q", m.Q),
-		checkBatch("StocBiO.InnerBatch", m.InnerBatch, p.NumLower(), Lower),
-		checkBatch("StocBiO.HessianBatch", m.HessianBatch, p.NumLower(), Lower),
-		checkBatch("StocBiO.MixedBatch", m.MixedBatch, p.NumLower(), Lower),
-		checkBatch("StocBiO.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "StocBiO.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "StocBiO.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "StocBiO.MixedBatch", m.MixedBatch, Lower),
+		checkBatch(p, "StocBiO.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("StocBiO", st),
 	)
 	if err != nil {

@@ -67,16 +67,15 @@ const (
 
 // Init implements Method. It allocates State.V if missing.
 func (m TTSA) Init(p Problem, st *State) error {
-	nl := p.NumLower()
 	err := firstErr(
 		checkStep("TTSA.Beta", m.Beta),
 		checkStep("TTSA.Eta", m.Eta),
 		checkCount("TTSA.N", m.N),
 		checkCount("TTSA.Horizon", m.Horizon),
-		checkBatch("TTSA.InnerBatch", m.InnerBatch, nl, Lower),
-		checkBatch("TTSA.HessianBatch", m.HessianBatch, nl, Lower),
-		checkBatch("TTSA.MixedBatch", m.MixedBatch, nl, Lower),
-		checkBatch("TTSA.OuterBatch", m.OuterBatch, p.NumUpper(), Upper),
+		checkBatch(p, "TTSA.InnerBatch", m.InnerBatch, Lower),
+		checkBatch(p, "TTSA.HessianBatch", m.HessianBatch, Lower),
+		checkBatch(p, "TTSA.MixedBatch", m.MixedBatch, Lower),
+		checkBatch(p, "TTSA.OuterBatch", m.OuterBatch, Upper),
 		noProjectY("TTSA", st),
 	)
 	if err != nil {

@@ -12,6 +12,10 @@ import (
 	"gonum.org/v1/gonum/floats"
 )
 
+// Counting forwards CheckBatch, so optim's methods check batch sizes
+// through it.
+var _ optim.BatchChecker = (*Counting)(nil)
+
 func quadratic(t *testing.T, lower int) (*models.QuadraticModel, optim.Problem) {
 	t.Helper()
 	m, err := models.Quadratic(models.QuadraticSettings{DimX: 3, DimY: 5, LowerSamples: lower, UpperSamples: lower, Seed: 3})

@@ -267,6 +267,15 @@ func (c *Counting) HVP(dst, x, y, v []float64, batch []int) {
 	c.Problem.HVP(dst, x, y, v, batch)
 }
 
+// CheckBatch forwards to the wrapped problem's (optim.BatchChecker), if it
+// has one.
+func (c *Counting) CheckBatch(upper bool, size int) error {
+	if b, ok := c.Problem.(optim.BatchChecker); ok {
+		return b.CheckBatch(upper, size)
+	}
+	return nil
+}
+
 // HVPAt is the wrapped problem's Hessian operator at (x, y) on batch — its
 // linearized one when it has one (implicit.Linearizer) — counting each
 // product as HVP does.
