@@ -97,19 +97,7 @@ const mixedBlock = 1 << 15
 // operand given in float32 by x32 when x32 is not nil (x is then nil), and
 // likewise y.
 func matmulMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, xs, ys []int, tx, ty bool) {
-	m, k := xs[0], xs[1]
-	if tx {
-		m, k = k, m
-	}
-	n := ys[1]
-	if ty {
-		n = ys[0]
-	}
-	// B[p][j] = y[p·sp + j·sj], as in matmulInto.
-	sp, sj := n, 1
-	if ty {
-		sp, sj = 1, k
-	}
+	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
 	switch {
 	case m == 0 || n == 0:
 		return

@@ -142,11 +142,10 @@ d45sum: \
 	PREFETCHT0 (SI)(BX*8) \
 	PREFETCHT0 64(SI)(BX*8)
 
-// T325 is the body of kernT32x5: it adds Σ_p a[p·lda+i]·b[5p+j] to
-// c[j·ldc+i] for i < 32, j < 5, p < k: thirty-two columns of a,
-// transposed, times a packed block of five columns, the result held
-// transposed (one row of c per column of the block) in twenty registers.
-#define T325(SH, LDT, PFT) \
+// TARGS loads the arguments of the transposed kernels: a in SI, its row
+// stride in bytes (lda << SH) in BX, b in DI, k in CX, and the five rows of
+// c (stride ldc float64s) in DX, R8, R9, R10, R11.
+#define TARGS(SH) \
 	MOVQ a+0(FP), SI \
 	MOVQ lda+8(FP), BX \
 	SHLQ $SH, BX \
@@ -158,7 +157,14 @@ d45sum: \
 	LEAQ (DX)(AX*1), R8 \
 	LEAQ (R8)(AX*1), R9 \
 	LEAQ (R9)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
+	LEAQ (R10)(AX*1), R11
+
+// T325 is the body of kernT32x5: it adds Σ_p a[p·lda+i]·b[5p+j] to
+// c[j·ldc+i] for i < 32, j < 5, p < k: thirty-two columns of a,
+// transposed, times a packed block of five columns, the result held
+// transposed (one row of c per column of the block) in twenty registers.
+#define T325(SH, LDT, PFT) \
+	TARGS(SH) \
 	LOAD4(DX, Z0, Z1, Z2, Z3) \
 	LOAD4(R8, Z4, Z5, Z6, Z7) \
 	LOAD4(R9, Z8, Z9, Z10, Z11) \
@@ -197,18 +203,7 @@ t325done: \
 // T85 is T325 for the columns i < 8 of a selected by mask (bit i),
 // reading and writing only those.
 #define T85(SH, LDM) \
-	MOVQ a+0(FP), SI \
-	MOVQ lda+8(FP), BX \
-	SHLQ $SH, BX \
-	MOVQ b+16(FP), DI \
-	MOVQ k+24(FP), CX \
-	MOVQ c+32(FP), DX \
-	MOVQ ldc+40(FP), AX \
-	SHLQ $3, AX \
-	LEAQ (DX)(AX*1), R8 \
-	LEAQ (R8)(AX*1), R9 \
-	LEAQ (R9)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
+	TARGS(SH) \
 	MOVQ mask+48(FP), AX \
 	KMOVW AX, K1 \
 	VMOVUPD.Z (DX), K1, Z0 \

@@ -54,21 +54,24 @@ func putScratch(p *[]float64) {
 	scratch[bits.Len(uint(cap(*p)-1))].Put(p)
 }
 
-// matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
-func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
-	m, k := xs[0], xs[1]
+// productShape returns the sizes of op(x)·op(y) for x of shape xs and y
+// of shape ys — op(x) is m×k, op(y) k×n — and the strides of
+// B = op(y): B[p][j] = y[p·sp + j·sj] (y is k×n, or n×k when transposed).
+func productShape(xs, ys []int, tx, ty bool) (m, k, n, sp, sj int) {
+	m, k = xs[0], xs[1]
 	if tx {
 		m, k = k, m
 	}
-	n := ys[1]
+	n, sp, sj = ys[1], ys[1], 1
 	if ty {
-		n = ys[0]
+		n, sp, sj = ys[0], 1, k
 	}
-	// B[p][j] = y[p·sp + j·sj]: y is k×n, or n×k when transposed.
-	sp, sj := n, 1
-	if ty {
-		sp, sj = 1, k
-	}
+	return m, k, n, sp, sj
+}
+
+// matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
+func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
+	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
 	switch {
 	case m == 0 || n == 0:
 		return
