@@ -48,6 +48,30 @@ func (b *builder) bnNormalized(z *node, eps float64) (xhat, inv *node) {
 	return b.mul(c, b.broadcast(inv, z.shape)), inv
 }
 
+// batchNormVJP returns the adjoint of argument k of n = opBatchNorm(z, γ,
+// β) for the adjoint g of n: opBatchNormGrad(g, z, γ) for z, Σ_rows g ⊙ x̂
+// for γ (x̂ = opBatchNorm(z, 1, 0)), Σ_rows g for β.
+func (b *builder) batchNormVJP(n *node, k int, g *node) *node {
+	z, c := n.args[0], n.args[0].shape[1]
+	switch k {
+	case 0:
+		return b.batchNormGrad(g, z, n.args[1], n.eps)
+	case 1:
+		xhat := b.batchNorm(z, b.filled([]int{c}, 1), b.filled([]int{c}, 0), n.eps)
+		return b.reduce(opSum, b.mul(g, xhat), 0)
+	}
+	return b.reduce(opSum, g, 0)
+}
+
+// filled returns a constant of shape shape with every element v.
+func (b *builder) filled(shape []int, v float64) *node {
+	d := make([]float64, sizeOf(shape))
+	for i := range d {
+		d[i] = v
+	}
+	return b.constant(shape, d)
+}
+
 // batchNormGradVJP returns the adjoint of argument k of n =
 // opBatchNormGrad(g, z, γ) for the adjoint w of n. Per column, with
 // F = γ/σ·(g − ḡ − x̂·A/n), A = Σ g ⊙ x̂, B = Σ w ⊙ x̂, S = Σ w ⊙ (g − ḡ):
@@ -65,11 +89,7 @@ func (b *builder) batchNormGradVJP(n *node, k int, w *node) *node {
 	case 0:
 		return b.batchNormGrad(w, z, gamma, n.eps)
 	case 2:
-		ones := make([]float64, c)
-		for i := range ones {
-			ones[i] = 1
-		}
-		return b.reduce(opSum, b.mul(w, b.batchNormGrad(g, z, b.constant([]int{c}, ones), n.eps)), 0)
+		return b.reduce(opSum, b.mul(w, b.batchNormGrad(g, z, b.filled([]int{c}, 1), n.eps)), 0)
 	}
 	row := []int{1, c}
 	colSum := func(a *node) *node { return b.reshape(b.reduce(opSum, a, 0), row) }

@@ -204,19 +204,7 @@ func (b *builder) vjp(n *node, k int, g *node) *node {
 		}
 		return b.matmul(g, x, true, tx)
 	case opBatchNorm:
-		switch k {
-		case 0:
-			return b.batchNormGrad(g, x, y, n.eps)
-		case 1: // Σ_rows g ⊙ x̂
-			c := x.shape[1]
-			ones := make([]float64, c)
-			for i := range ones {
-				ones[i] = 1
-			}
-			xhat := b.batchNorm(x, b.constant([]int{c}, ones), b.constant([]int{c}, make([]float64, c)), n.eps)
-			return b.reduce(opSum, b.mul(g, xhat), 0)
-		}
-		return b.reduce(opSum, g, 0)
+		return b.batchNormVJP(n, k, g)
 	case opBatchNormGrad:
 		return b.batchNormGradVJP(n, k, g)
 	case opLogSoftmax:

@@ -118,6 +118,9 @@ var opCases = []opCase{
 	binaryCase("BroadcastAdd (4,3)+(1,3)", []int{4, 3}, []int{1, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		return G.BroadcastAdd(y, x, nil, []byte{0})
 	}),
+	binaryCase("BroadcastSub (4,3)−(1,3) wrt broadcast side", []int{1, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.BroadcastSub(x, y, nil, []byte{0})
+	}),
 	binaryCase("BroadcastHadamardProd (4,3)*(4,1)", []int{4, 3}, []int{4, 1}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		return G.BroadcastHadamardProd(y, x, nil, []byte{1})
 	}),

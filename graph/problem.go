@@ -120,7 +120,10 @@ func Compile(obj Objective) (*Problem, error) {
 		return nil, err
 	}
 	p := &Problem{fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
-	indices := gatherIndices(obj.Upper, obj.Lower)
+	var indices map[*G.Node]bool // data kept in float64 under Float32Data
+	if obj.Float32Data {
+		indices = gatherIndices(obj.Upper, obj.Lower)
+	}
 	role := map[*G.Node]string{}
 	claim := func(n *G.Node, what string) error {
 		if n == nil {
