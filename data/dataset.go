@@ -61,11 +61,21 @@ func (ds *Dataset) Validate() error {
 	return nil
 }
 
+// MaxDatasetValues is the largest number of values (samples times
+// features) FromIDX and the loaders of this package accept: a Dataset holds
+// them as float64, 8 bytes each, so this is 1 GiB, against 376 MB for the
+// full Fashion-MNIST training set. LoadFashionMNIST checks the declared
+// size in the header of the images file before it reads the payload, so
+// that a small compressed file that declares a huge array is refused
+// without being decompressed.
+const MaxDatasetValues = 1 << 27
+
 // FromIDX builds a Dataset from an IDX array of images (N×D, or N×H×W for
 // images of H×W pixels) and an IDX vector of N integer labels. Unsigned-byte
 // images are scaled by 1/255 to [0, 1]; other element types are copied
 // unchanged. If classes is zero or negative, Classes is set to the largest
-// label plus one.
+// label plus one. The Dataset takes 8 bytes a value: more than
+// MaxDatasetValues values are an error.
 func FromIDX(images, labels *IDX, classes int) (*Dataset, error) {
 	if len(images.Dims) < 2 {
 		return nil, fmt.Errorf("data: images have dimensions %v, want N×D or N×H×W", images.Dims)
@@ -82,6 +92,9 @@ func FromIDX(images, labels *IDX, classes int) (*Dataset, error) {
 	default:
 		return nil, fmt.Errorf("data: labels of type %v, want an integer type", labels.Type)
 	}
+	if v := images.Len(); v > MaxDatasetValues {
+		return nil, fmt.Errorf("data: images of dimensions %v hold %d values, more than MaxDatasetValues = %d (1 GiB as float64)", images.Dims, v, MaxDatasetValues)
+	}
 	d := 1
 	for _, v := range images.Dims[1:] {
 		d *= v
@@ -92,9 +105,8 @@ func FromIDX(images, labels *IDX, classes int) (*Dataset, error) {
 			x[i] /= 255
 		}
 	}
-	lv := labels.Float64s(nil)
 	ls := make([]int, n)
-	for i, v := range lv {
+	for i, v := range labels.Float64s(nil) {
 		ls[i] = int(v)
 	}
 	ds, err := NewDataset(x, ls, d, classes)

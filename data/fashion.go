@@ -37,7 +37,9 @@ var FashionMNISTClasses = [10]string{
 // FashionMNISTClasses.
 //
 // LoadFashionMNIST also reads MNIST, which uses the same file names and
-// format. The full training set takes 376 MB as float64.
+// format. The full training set takes 376 MB as float64; a file that
+// declares more than MaxDatasetValues values is refused from its header,
+// before its payload is read.
 func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	if dir == "" {
 		dir = DefaultFashionMNISTDir
@@ -45,7 +47,7 @@ func LoadFashionMNIST(dir string) (train, test *Dataset, err error) {
 	open := func(base string) (*IDX, error) {
 		for _, name := range []string{base + ".gz", base} {
 			path := filepath.Join(dir, name)
-			m, err := ReadIDXFile(path)
+			m, err := readIDXFile(path, MaxDatasetValues)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
@@ -98,7 +100,7 @@ var embeddedIDX = sync.OnceValues(func() (map[string]*IDX, error) {
 		if err != nil {
 			return nil, fmt.Errorf("data: %w", err)
 		}
-		m, err := readIDX(f, name)
+		m, err := readIDX(f, name, MaxDatasetValues)
 		f.Close()
 		if err != nil {
 			return nil, err

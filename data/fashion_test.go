@@ -140,4 +140,16 @@ func TestLoadFashionMNISTErrors(t *testing.T) {
 	if train.N != 1 || train.Labels[0] != 9 || test.N != 1 || test.Labels[0] != 4 {
 		t.Errorf("train labels %v, test labels %v, want [9] and [4]", train.Labels, test.Labels)
 	}
+
+	// An images file whose header declares more than MaxDatasetValues
+	// pixels (2²⁸ here, a 261 KB gzip file if the zero payload were there:
+	// 2.8 GB once widened to float64) is refused from its header alone.
+	head := []byte{0, 0, 8, 3, 0, 0x05, 0x39, 0x78, 0, 0, 0, 28, 0, 0, 0, 28} // 342392 × 28 × 28
+	if err := os.WriteFile(filepath.Join(dir, FashionMNISTTrainImages), head, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = LoadFashionMNIST(dir)
+	if err == nil || !strings.Contains(err.Error(), "hold more than 134217728 elements") || !strings.Contains(err.Error(), "offset 12") {
+		t.Errorf("a header of 2²⁸ pixels: error %v; want the size refused at the dimensions", err)
+	}
 }

@@ -39,9 +39,7 @@ func FuzzReadIDX(f *testing.F) {
 			switch {
 			case len(m.Dims) == 0 || n > MaxIDXElements:
 				t.Fatalf("accepted dimensions %v", m.Dims)
-			case m.Type == IDXUint8 && (len(m.Bytes) != n || m.Values != nil):
-				t.Fatalf("uint8 with %d bytes and %d values for dimensions %v", len(m.Bytes), len(m.Values), m.Dims)
-			case m.Type != IDXUint8 && (len(m.Values) != n || m.Bytes != nil):
+			case len(m.Bytes) != n*m.Type.Size() || m.Values != nil:
 				t.Fatalf("%v with %d bytes and %d values for dimensions %v", m.Type, len(m.Bytes), len(m.Values), m.Dims)
 			}
 			out := encodeIDX(t, m)

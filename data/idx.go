@@ -70,9 +70,12 @@ const MaxIDXElements = 1 << 31
 // IDX is the content of an IDX file: an n-dimensional array stored in
 // row-major order (the last dimension varies fastest).
 //
-// Exactly one of Bytes and Values holds the elements: Bytes when Type is
-// IDXUint8, which keeps image files compact (one byte a pixel), and Values,
-// converted exactly to float64, for every other type.
+// Bytes holds the elements as the file stores them: Type.Size() big-endian
+// bytes each, so that an array takes in memory what it takes on disk (one
+// byte a pixel for images). ReadIDX fills Bytes for every type; Float64s
+// converts the elements to float64 when they are used. Values is the other
+// way to give the elements, as float64, for WriteIDX to convert to Type; it
+// is read only when Bytes is nil.
 type IDX struct {
 	Type   IDXType
 	Dims   []int
@@ -93,9 +96,10 @@ func (m *IDX) Len() int {
 	return n
 }
 
-// Float64s stores the elements of m, converted to float64, in dst and returns
-// it. If dst is nil a new slice is allocated; otherwise len(dst) must be
-// m.Len(). Unsigned bytes are converted to their values 0..255, not scaled.
+// Float64s stores the elements of m, converted exactly to float64, in dst
+// and returns it. If dst is nil a new slice is allocated; otherwise len(dst)
+// must be m.Len(). Unsigned bytes are converted to their values 0..255, not
+// scaled.
 func (m *IDX) Float64s(dst []float64) []float64 {
 	n := m.Len()
 	if dst == nil {
@@ -104,13 +108,27 @@ func (m *IDX) Float64s(dst []float64) []float64 {
 	if len(dst) != n {
 		panic(fmt.Sprintf("data: IDX.Float64s: destination length %d, want %d", len(dst), n))
 	}
-	if m.Type == IDXUint8 && m.Bytes != nil {
-		for i, b := range m.Bytes[:n] {
-			dst[i] = float64(b)
-		}
+	if m.Bytes == nil {
+		copy(dst, m.Values[:n])
 		return dst
 	}
-	copy(dst, m.Values[:n])
+	p, be := m.Bytes, binary.BigEndian
+	for i := range dst {
+		switch m.Type {
+		case IDXUint8:
+			dst[i] = float64(p[i])
+		case IDXInt8:
+			dst[i] = float64(int8(p[i]))
+		case IDXInt16:
+			dst[i] = float64(int16(be.Uint16(p[2*i:])))
+		case IDXInt32:
+			dst[i] = float64(int32(be.Uint32(p[4*i:])))
+		case IDXFloat32:
+			dst[i] = float64(math.Float32frombits(be.Uint32(p[4*i:])))
+		case IDXFloat64:
+			dst[i] = math.Float64frombits(be.Uint64(p[8*i:]))
+		}
+	}
 	return dst
 }
 
@@ -148,19 +166,28 @@ func (e *IDXError) Unwrap() error { return e.Err }
 // gzip magic bytes 0x1f 0x8b, is decompressed on the fly. The whole stream is
 // consumed: trailing bytes after the payload and, for gzip input, a bad
 // checksum are errors. Errors are of type *IDXError.
+//
+// The elements stay as stored (IDX.Bytes): a file takes its decompressed
+// size in memory, and a header that declares more than MaxIDXElements
+// elements is refused before anything is allocated.
 func ReadIDX(r io.Reader) (*IDX, error) {
-	return readIDX(r, "")
+	return readIDX(r, "", MaxIDXElements)
 }
 
 // ReadIDXFile reads the raw or gzip-compressed IDX file at path. Format
 // errors are of type *IDXError and name the file.
 func ReadIDXFile(path string) (*IDX, error) {
+	return readIDXFile(path, MaxIDXElements)
+}
+
+// readIDXFile reads the file at path, refusing more than limit elements.
+func readIDXFile(path string, limit uint64) (*IDX, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: %w", err)
 	}
 	defer f.Close()
-	return readIDX(f, path)
+	return readIDX(f, path, limit)
 }
 
 // idxDecoder reads an IDX stream and keeps track of the offset.
@@ -212,7 +239,9 @@ func (d *idxDecoder) readPayload(need int) ([]byte, error) {
 	return buf, nil
 }
 
-func readIDX(r io.Reader, name string) (*IDX, error) {
+// readIDX decodes an IDX stream whose header declares at most limit
+// elements (checked before the payload is read).
+func readIDX(r io.Reader, name string, limit uint64) (*IDX, error) {
 	br := bufio.NewReader(r)
 	var in io.Reader = br
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
@@ -261,8 +290,8 @@ func readIDX(r io.Reader, name string) (*IDX, error) {
 		total = 1
 		for i, v := range dims {
 			total *= uint64(v) // at most 2^31 · (2^32-1): no overflow
-			if total > MaxIDXElements {
-				return nil, d.errorf(int64(4+4*i), nil, "dimensions %v hold more than %d elements", dims, uint64(MaxIDXElements))
+			if total > limit {
+				return nil, d.errorf(int64(4+4*i), nil, "dimensions %v hold more than %d elements", dims, limit)
 			}
 		}
 	}
@@ -290,36 +319,15 @@ func readIDX(r io.Reader, name string) (*IDX, error) {
 		}
 	}
 
-	m := &IDX{Type: typ, Dims: dims}
-	if typ == IDXUint8 {
-		m.Bytes = payload
-		return m, nil
-	}
-	m.Values = make([]float64, n)
-	be := binary.BigEndian
-	for i := range m.Values {
-		switch typ {
-		case IDXInt8:
-			m.Values[i] = float64(int8(payload[i]))
-		case IDXInt16:
-			m.Values[i] = float64(int16(be.Uint16(payload[2*i:])))
-		case IDXInt32:
-			m.Values[i] = float64(int32(be.Uint32(payload[4*i:])))
-		case IDXFloat32:
-			m.Values[i] = float64(math.Float32frombits(be.Uint32(payload[4*i:])))
-		case IDXFloat64:
-			m.Values[i] = math.Float64frombits(be.Uint64(payload[8*i:]))
-		}
-	}
-	return m, nil
+	return &IDX{Type: typ, Dims: dims, Bytes: payload}, nil
 }
 
 // WriteIDX writes m to w as an uncompressed IDX stream; wrap w in a
-// gzip.Writer for a compressed file. If m.Type is IDXUint8 and m.Bytes is not
-// nil, m.Bytes is written; otherwise m.Values is converted to m.Type, and a
-// value that the type cannot hold exactly (a fraction or an out-of-range
-// value for an integer type) is an error. Float values are not checked:
-// float32 rounds.
+// gzip.Writer for a compressed file. If m.Bytes is not nil, it is written as
+// the payload, which must hold Len()·Type.Size() bytes; otherwise m.Values is
+// converted to m.Type, and a value that the type cannot hold exactly (a
+// fraction or an out-of-range value for an integer type) is an error. Float
+// values are not checked: float32 rounds.
 func WriteIDX(w io.Writer, m *IDX) error {
 	size := m.Type.Size()
 	if size == 0 {
@@ -334,11 +342,10 @@ func WriteIDX(w io.Writer, m *IDX) error {
 		}
 	}
 	n := m.Len()
-	useBytes := m.Type == IDXUint8 && m.Bytes != nil
+	useBytes := m.Bytes != nil
 	if have := len(m.Values); useBytes {
-		have = len(m.Bytes)
-		if have != n {
-			return fmt.Errorf("data: WriteIDX: dimensions %v hold %d elements, have %d bytes", m.Dims, n, have)
+		if have = len(m.Bytes); have != n*size {
+			return fmt.Errorf("data: WriteIDX: dimensions %v hold %d elements of %d bytes, have %d bytes", m.Dims, n, size, have)
 		}
 	} else if have != n {
 		return fmt.Errorf("data: WriteIDX: dimensions %v hold %d elements, have %d values", m.Dims, n, have)
