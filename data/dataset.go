@@ -311,17 +311,23 @@ func (c *Corruption) Count() (changed, resampled int) {
 // 0..classes-1, which may be the original class, as in the data hyper-cleaning
 // experiments of papers 002 and 003. The expected fraction of changed labels
 // is therefore p·(classes-1)/classes. dst may be src, for corruption in place;
-// otherwise it must have the same length. CorruptLabels panics if p is
-// outside [0, 1] or classes is not positive.
-func CorruptLabels(dst, src []int, classes int, p float64, seed uint64) *Corruption {
+// otherwise it must have the same length (a programmer error: it panics).
+// A p that is NaN or outside [0, 1], a classes that is not positive and a
+// label of src outside [0, classes) are errors, and dst is then unchanged.
+func CorruptLabels(dst, src []int, classes int, p float64, seed uint64) (*Corruption, error) {
 	if len(dst) != len(src) {
 		panic(fmt.Sprintf("data: CorruptLabels: destination length %d, want %d", len(dst), len(src)))
 	}
 	if !(p >= 0 && p <= 1) {
-		panic(fmt.Sprintf("data: CorruptLabels: probability %v outside [0, 1]", p))
+		return nil, fmt.Errorf("data: CorruptLabels: probability %v outside [0, 1]", p)
 	}
 	if classes <= 0 {
-		panic(fmt.Sprintf("data: CorruptLabels: %d classes", classes))
+		return nil, fmt.Errorf("data: CorruptLabels: %d classes, want at least 1", classes)
+	}
+	for i, l := range src {
+		if l < 0 || l >= classes {
+			return nil, fmt.Errorf("data: CorruptLabels: label %d of sample %d outside [0, %d)", l, i, classes)
+		}
 	}
 	r := newRNG(seed, streamCorrupt)
 	c := &Corruption{Changed: make([]bool, len(src)), Resampled: make([]bool, len(src))}
@@ -333,17 +339,20 @@ func CorruptLabels(dst, src []int, classes int, p float64, seed uint64) *Corrupt
 			c.Changed[i] = dst[i] != l
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Corrupt returns a copy of ds whose labels are corrupted by CorruptLabels
-// with probability p and the seed. The copy shares X with ds; ds is not
-// modified.
-func (ds *Dataset) Corrupt(p float64, seed uint64) (*Dataset, *Corruption) {
+// with probability p and the seed, and its errors. The copy shares X with
+// ds; ds is not modified.
+func (ds *Dataset) Corrupt(p float64, seed uint64) (*Dataset, *Corruption, error) {
 	noisy := *ds
 	noisy.Labels = make([]int, ds.N)
-	c := CorruptLabels(noisy.Labels, ds.Labels, ds.Classes, p, seed)
-	return &noisy, c
+	c, err := CorruptLabels(noisy.Labels, ds.Labels, ds.Classes, p, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &noisy, c, nil
 }
 
 // PrecisionRecall scores a detector of corrupted samples: flagged[i] says the

@@ -272,7 +272,10 @@ func TestCorruptLabels(t *testing.T) {
 				in[i] %= 2
 			}
 		}
-		c := CorruptLabels(dst, in, int(test.classes), test.p, 42)
+		c, err := CorruptLabels(dst, in, int(test.classes), test.p, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
 		changed, resampled := c.Count()
 		// Four standard deviations of a binomial proportion.
 		tol := func(q float64) float64 { return 4*math.Sqrt(q*(1-q)/n) + 1e-12 }
@@ -296,17 +299,40 @@ func TestCorruptLabels(t *testing.T) {
 
 	// Deterministic, and in place gives the same result.
 	a := make([]int, n)
-	ca := CorruptLabels(a, src, 10, 0.5, 9)
+	ca, _ := CorruptLabels(a, src, 10, 0.5, 9)
 	b := slices.Clone(src)
-	cb := CorruptLabels(b, b, 10, 0.5, 9)
+	cb, _ := CorruptLabels(b, b, 10, 0.5, 9)
 	if !slices.Equal(a, b) || !slices.Equal(ca.Changed, cb.Changed) || !slices.Equal(ca.Resampled, cb.Resampled) {
 		t.Errorf("CorruptLabels in place or repeated differs")
+	}
+
+	// Bad arguments are errors that leave dst alone.
+	for _, test := range []struct {
+		p       float64
+		classes int
+		src     []int
+		want    string
+	}{
+		{math.NaN(), 10, src, "probability NaN"}, {2, 10, src, "probability 2"}, {-0.1, 10, src, "probability -0.1"},
+		{0.5, 0, src, "0 classes"}, {0.5, -3, src, "-3 classes"}, {0.5, 5, src, "label 5 of sample 5"}, {0.5, 10, []int{0, -1}, "label -1"},
+	} {
+		dst := make([]int, len(test.src))
+		c, err := CorruptLabels(dst, test.src, test.classes, test.p, 1)
+		if err == nil || c != nil || !strings.Contains(err.Error(), test.want) || slices.ContainsFunc(dst, func(l int) bool { return l != 0 }) {
+			t.Errorf("CorruptLabels(p %v, %d classes): %v, %v; want an error saying %q and dst untouched", test.p, test.classes, c, err, test.want)
+		}
 	}
 }
 
 func TestDatasetCorrupt(t *testing.T) {
 	ds := toy(1000, 10)
-	noisy, c := ds.Corrupt(0.5, 1)
+	noisy, c, err := ds.Corrupt(0.5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ds.Corrupt(math.NaN(), 1); err == nil {
+		t.Error("Corrupt(NaN) accepted")
+	}
 	if &noisy.X[0] != &ds.X[0] {
 		t.Errorf("Corrupt copied X")
 	}

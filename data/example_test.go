@@ -76,7 +76,10 @@ func ExampleSampler_MarshalBinary() {
 func ExampleCorruptLabels() {
 	clean := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	noisy := make([]int, len(clean))
-	c := data.CorruptLabels(noisy, clean, 10, 0.5, 1)
+	c, err := data.CorruptLabels(noisy, clean, 10, 0.5, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
 	changed, resampled := c.Count()
 	fmt.Println(noisy)
 	fmt.Println("resampled:", resampled, "changed:", changed)
@@ -106,7 +109,10 @@ func ExampleEmbeddedFashionMNIST() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	noisy, c := parts[0].Corrupt(0.5, 1)
+	noisy, c, err := parts[0].Corrupt(0.5, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
 	changed, _ := c.Count()
 	fmt.Println(noisy.N, parts[1].N, changed)
 

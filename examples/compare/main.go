@@ -26,8 +26,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +34,7 @@ import (
 	"github.com/gobilevel/bilevel/data"
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/unroll"
@@ -56,59 +56,55 @@ type config struct {
 	quiet      bool
 }
 
+// maxSteps bounds -N, -T and -memT: ITD keeps T iterates of y (62720
+// bytes each for hyper-cleaning with 1000 samples), so T = 10⁴ keeps
+// 0.6 GB.
+const maxSteps = 10000
+
+var allModels = []string{"cleaning", "logistic"}
+
 func main() {
+	experiment.Main("compare", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
+}
+
+// parseFlags reads and checks the command line, without doing any work.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var modelList, ns, ts, memTs string
-	flag.StringVar(&modelList, "model", "cleaning,logistic", "models to compare, comma-separated: cleaning (data hyper-cleaning), logistic (per-pixel regularized logistic regression)")
-	flag.StringVar(&c.dataDir, "data", "embedded", `"embedded" for the Fashion-MNIST subset built in, or a folder holding the Fashion-MNIST IDX files (e.g. `+data.DefaultFashionMNISTDir+`)`)
-	flag.IntVar(&c.train, "train", 1000, "training samples (lower level)")
-	flag.IntVar(&c.val, "val", 500, "validation samples (upper level)")
-	flag.Float64Var(&c.corrupt, "corrupt", 0.5, "hyper-cleaning: probability that a training label is replaced by a random class")
-	flag.Float64Var(&c.reg, "reg", 0.01, "strength of the L2 penalty at the point compared: C_r for hyper-cleaning (the paper's 0.001 makes g 10× worse conditioned), the mean of e^λ_j/(c·d) for logistic regression")
-	flag.BoolVar(&c.center, "center", true, "subtract the training mean from every pixel (better-conditioned inner problems)")
-	flag.StringVar(&ns, "N", "1,2,5,10,20,50,100", "AID linear-solver steps to try, comma-separated")
-	flag.StringVar(&ts, "T", "5,10,20,50,100,200", "ITD inner steps to try, comma-separated")
-	flag.StringVar(&memTs, "memT", "10,100,1000", "inner steps at which ITD's and AID's memory is measured (first model only)")
-	flag.IntVar(&c.trunc, "K", 10, "truncated ITD: back-propagate through the last K steps only")
-	seed := flag.Uint64("seed", 1, "random seed (data subset, label corruption, the point x)")
-	flag.StringVar(&c.out, "out", "out/compare", "folder for CSV, JSON and PNG output")
-	flag.BoolVar(&c.quiet, "quiet", false, "no progress bar")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: compare [flags]\n\nCompares AID and ITD hypergradients with the exact one.\n\nFlags:\n")
-		flag.PrintDefaults()
+	fs.StringVar(&modelList, "model", strings.Join(allModels, ","), "models to compare, comma-separated: cleaning (data hyper-cleaning), logistic (per-pixel regularized logistic regression)")
+	fs.StringVar(&c.dataDir, "data", "embedded", "the images: "+experiment.DataHelp)
+	fs.IntVar(&c.train, "train", 1000, "training samples (lower level)")
+	fs.IntVar(&c.val, "val", 500, "validation samples (upper level)")
+	fs.Float64Var(&c.corrupt, "corrupt", 0.5, "hyper-cleaning: probability in [0, 1] that a training label is replaced by a random class")
+	fs.Float64Var(&c.reg, "reg", 0.01, "strength (> 0) of the L2 penalty at the point compared: C_r for hyper-cleaning (the paper's 0.001 makes g 10× worse conditioned), the mean of e^λ_j/(c·d) for logistic regression")
+	fs.BoolVar(&c.center, "center", true, "subtract the training mean from every pixel (better-conditioned inner problems)")
+	fs.StringVar(&ns, "N", "1,2,5,10,20,50,100", fmt.Sprintf("AID linear-solver steps to try, comma-separated, 1 to %d each", maxSteps))
+	fs.StringVar(&ts, "T", "5,10,20,50,100,200", fmt.Sprintf("ITD inner steps to try, comma-separated, 1 to %d each", maxSteps))
+	fs.StringVar(&memTs, "memT", "10,100,1000", fmt.Sprintf("inner steps at which ITD's and AID's memory is measured (first model only), 1 to %d each; the growth per step needs two or more", maxSteps))
+	fs.IntVar(&c.trunc, "K", 10, "truncated ITD: back-propagate through the last K ≥ 1 steps only")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed (data subset, label corruption, the point x)")
+	fs.StringVar(&c.out, "out", "out/compare", "folder for CSV, JSON and PNG output")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress report")
+	experiment.Usage(fs, "compare", "Compares AID and ITD hypergradients with the exact one.", nil, nil)
+	if err := experiment.Parse(fs, args); err != nil {
+		return c, err
 	}
-	flag.Parse()
-	c.seed = *seed
-	c.models = strings.Split(modelList, ",")
-	var err error
-	for _, l := range []struct {
-		s   string
-		dst *[]int
-	}{{ns, &c.ns}, {ts, &c.ts}, {memTs, &c.memTs}} {
-		if *l.dst, err = parseInts(l.s); err != nil {
-			fail(err)
-		}
-	}
-	if _, err := run(c); err != nil {
-		fail(err)
-	}
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "compare:", err)
-	os.Exit(1)
-}
-
-func parseInts(s string) ([]int, error) {
-	var r []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("%q is not a list of positive integers", s)
-		}
-		r = append(r, v)
-	}
-	return r, nil
+	var ck experiment.Check
+	c.models = ck.Names("model", modelList, allModels)
+	ck.Data("data", c.dataDir)
+	ck.Int("train", c.train, 1, experiment.MaxSamples)
+	ck.Int("val", c.val, 1, experiment.MaxSamples)
+	ck.Probability("corrupt", c.corrupt)
+	ck.Positive("reg", c.reg)
+	c.ns = ck.Ints("N", ns, 1, maxSteps)
+	c.ts = ck.Ints("T", ts, 1, maxSteps)
+	c.memTs = ck.Ints("memT", memTs, 1, maxSteps)
+	ck.Int("K", c.trunc, 1, maxSteps)
+	ck.Out("out", c.out)
+	return c, ck.Err()
 }
 
 // row is one hypergradient computation.
@@ -130,38 +126,35 @@ type memRow struct {
 }
 
 // run performs the comparison and returns the figures of the result line.
-func run(c config) (map[string]any, error) {
+func run(c config, stdout, stderr io.Writer) (map[string]any, error) {
 	start := time.Now()
 	path, err := report.OutDir(c.out)
 	if err != nil {
 		return nil, err
 	}
-	train, _, err := loadData(c.dataDir)
+	images, err := experiment.LoadImages(c.dataDir)
 	if err != nil {
 		return nil, err
 	}
+	train := images.Train
 	if c.train+c.val > train.N {
-		return nil, fmt.Errorf("-train %d plus -val %d exceed the %d training images available", c.train, c.val, train.N)
+		return nil, fmt.Errorf("-train %d plus -val %d exceed the %d training images of %s", c.train, c.val, train.N, c.dataDir)
 	}
 	perm := rand.New(rand.NewPCG(c.seed, 11)).Perm(train.N)
 	tr, va := train.Subset(perm[:c.train]), train.Subset(perm[c.train:c.train+c.val])
 	if c.center {
-		mean, std := tr.MeanStd()
-		for i := range std {
-			std[i] = 1
-		}
-		tr.Standardize(mean, std)
-		va.Standardize(mean, std)
+		experiment.Center(tr, va)
 	}
 
 	var rows []row
 	var mem []memRow
 	result := map[string]any{}
 	total := len(c.models) * (3*len(c.ns) + 3*len(c.ts) + 1)
-	bar := report.NewProgress("compare", total+2*len(c.memTs))
-	if c.quiet {
-		bar.W = io.Discard
+	var w io.Writer
+	if !c.quiet {
+		w = stderr
 	}
+	bar := report.NewProgress(w, "compare", total+2*len(c.memTs))
 	for mi, name := range c.models {
 		p, x, err := buildModel(name, tr, va, c)
 		if err != nil {
@@ -193,30 +186,23 @@ func run(c config) (map[string]any, error) {
 				return nil, err
 			}
 			mem = append(mem, m...)
-			slope := memSlope(m, "ITD")
-			result["itd_bytes_per_step"] = math.Round(slope)
 			result["y_bytes"] = p.DimY() * 8
-			result["aid_bytes_growth"] = memSlope(m, "AID-CG")
+			// The growth per step needs two values of -memT.
+			if itd, ok := memSlope(m, "ITD"); ok {
+				result["itd_bytes_per_step"] = math.Round(itd)
+			}
+			if aid, ok := memSlope(m, "AID-CG"); ok {
+				result["aid_bytes_growth"] = aid
+			}
 		}
 	}
-	printTable(rows, mem)
+	printTable(stdout, rows, mem)
 	if err := write(path, rows, mem, c); err != nil {
 		return nil, err
 	}
 	result["seconds"] = math.Round(time.Since(start).Seconds()*10) / 10
-	report.Result(os.Stdout, result)
+	report.Result(stdout, result)
 	return result, nil
-}
-
-func loadData(dir string) (train, test *data.Dataset, err error) {
-	if dir == "embedded" {
-		return data.EmbeddedFashionMNIST()
-	}
-	return data.LoadFashionMNIST(dir)
-}
-
-func modelData(ds *data.Dataset) models.Data {
-	return models.Data{X: ds.X, N: ds.N, D: ds.D, Labels: ds.Labels}
 }
 
 // buildModel returns a compiled model and the point x at which the
@@ -225,8 +211,11 @@ func buildModel(name string, tr, va *data.Dataset, c config) (*graph.Problem, []
 	rng := rand.New(rand.NewPCG(c.seed, 12))
 	switch name {
 	case "cleaning":
-		noisy, _ := tr.Corrupt(c.corrupt, c.seed)
-		m, err := models.HyperCleaning(modelData(noisy), modelData(va), tr.Classes, models.CleaningSettings{Cr: c.reg})
+		noisy, _, err := tr.Corrupt(c.corrupt, c.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := models.HyperCleaning(experiment.ModelData(noisy), experiment.ModelData(va), tr.Classes, models.CleaningSettings{Cr: c.reg})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -240,7 +229,7 @@ func buildModel(name string, tr, va *data.Dataset, c config) (*graph.Problem, []
 		}
 		return p, x, nil
 	case "logistic":
-		m, err := models.LogisticRegression(modelData(tr), modelData(va), tr.Classes, models.LogisticSettings{})
+		m, err := models.LogisticRegression(experiment.ModelData(tr), experiment.ModelData(va), tr.Classes, models.LogisticSettings{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -259,8 +248,8 @@ func buildModel(name string, tr, va *data.Dataset, c config) (*graph.Problem, []
 	return nil, nil, fmt.Errorf("unknown model %q (want cleaning or logistic)", name)
 }
 
-// experiment holds one model at one point x with its exact hypergradient.
-type experiment struct {
+// comparison holds one model at one point x with its exact hypergradient.
+type comparison struct {
 	name         string
 	p            *graph.Problem
 	x, ystar     []float64
@@ -269,8 +258,8 @@ type experiment struct {
 	solveSeconds float64
 }
 
-func newExperiment(name string, p *graph.Problem, x []float64) (*experiment, error) {
-	e := &experiment{name: name, p: p, x: x}
+func newExperiment(name string, p *graph.Problem, x []float64) (*comparison, error) {
+	e := &comparison{name: name, p: p, x: x}
 	t := time.Now()
 	y, err := newtonCG(p, x, p.Y0(nil), 1e-10)
 	if err != nil {
@@ -337,7 +326,7 @@ func newtonCG(p *graph.Problem, x, y []float64, tol float64) ([]float64, error) 
 
 // measure runs f, returning its wall time, the bytes it allocated and the
 // oracle calls it made.
-func (e *experiment) measure(method string, steps int, f func(dst []float64) error) (row, error) {
+func (e *comparison) measure(method string, steps int, f func(dst []float64) error) (row, error) {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	s0 := e.p.Stats()
@@ -364,7 +353,7 @@ func relErr(a, b []float64) float64 {
 
 // aid computes the AID hypergradient at y with a solver, solving on a
 // linearization of g at (x, y).
-func (e *experiment) aid(dst, y []float64, s implicit.Solver) error {
+func (e *comparison) aid(dst, y []float64, s implicit.Solver) error {
 	p := e.p
 	fx, fy := make([]float64, p.DimX()), make([]float64, p.DimY())
 	p.GradF(fx, fy, e.x, y, nil)
@@ -378,7 +367,7 @@ func (e *experiment) aid(dst, y []float64, s implicit.Solver) error {
 	return nil
 }
 
-func (e *experiment) compare(c config, bar *report.Progress) ([]row, error) {
+func (e *comparison) compare(c config, bar *report.Progress) ([]row, error) {
 	var rows []row
 	add := func(method string, steps int, f func(dst []float64) error) error {
 		r, err := e.measure(method, steps, f)
@@ -453,7 +442,7 @@ func heapGrowth(f func()) int64 {
 // itdForward runs T inner steps storing the iterates and returns the heap
 // they keep. The reverse sweep allocates nothing (see unroll's
 // benchmarks), so this is ITD's peak.
-func (e *experiment) itdForward(t int) (int64, error) {
+func (e *comparison) itdForward(t int) (int64, error) {
 	var err error
 	var u *unroll.Unroller
 	grown := heapGrowth(func() {
@@ -466,7 +455,7 @@ func (e *experiment) itdForward(t int) (int64, error) {
 
 // aidSolve runs N CG steps on a linearization at y* and returns the heap
 // the solve keeps.
-func (e *experiment) aidSolve(n int) (int64, error) {
+func (e *comparison) aidSolve(n int) (int64, error) {
 	fy := make([]float64, e.p.DimY())
 	e.p.GradF(nil, fy, e.x, e.ystar, nil)
 	l := e.p.Linearize(e.x, e.ystar, nil)
@@ -480,7 +469,7 @@ func (e *experiment) aidSolve(n int) (int64, error) {
 
 // memory measures the heap that ITD's stored iterates and AID's solver
 // keep, for each T of -memT.
-func (e *experiment) memory(c config, bar *report.Progress) ([]memRow, error) {
+func (e *comparison) memory(c config, bar *report.Progress) ([]memRow, error) {
 	var rows []memRow
 	for _, t := range c.memTs {
 		start := time.Now()
@@ -500,8 +489,9 @@ func (e *experiment) memory(c config, bar *report.Progress) ([]memRow, error) {
 	return rows, nil
 }
 
-// memSlope is the least-squares slope of retained bytes against T.
-func memSlope(rows []memRow, method string) float64 {
+// memSlope is the least-squares slope of retained bytes against T, if
+// there are two or more values of T.
+func memSlope(rows []memRow, method string) (float64, bool) {
 	var xs, ys []float64
 	for _, r := range rows {
 		if r.Method == method {
@@ -509,28 +499,28 @@ func memSlope(rows []memRow, method string) float64 {
 			ys = append(ys, float64(r.RetainedBytes))
 		}
 	}
-	if len(xs) < 2 {
-		return math.NaN()
-	}
 	mx, my := floats.Sum(xs)/float64(len(xs)), floats.Sum(ys)/float64(len(ys))
 	var num, den float64
 	for i := range xs {
 		num += (xs[i] - mx) * (ys[i] - my)
 		den += (xs[i] - mx) * (xs[i] - mx)
 	}
-	return num / den
+	if den == 0 {
+		return 0, false
+	}
+	return num / den, true
 }
 
-func printTable(rows []row, mem []memRow) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+func printTable(out io.Writer, rows []row, mem []memRow) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "model\tmethod\tN or T\trel. error\tms\t∇g\t∇f\tHVP\t∇xy g·v\talloc KiB\t")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%.2e\t%.1f\t%d\t%d\t%d\t%d\t%d\t\n", r.Model, r.Method, r.Steps, r.RelError,
 			r.Seconds*1000, r.GradG, r.GradF, r.HVP, r.Mixed, r.AllocBytes/1024)
 	}
 	w.Flush()
-	fmt.Println()
-	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(out)
+	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "memory\tT or N\tretained bytes\ts\t")
 	for _, r := range mem {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%.2f\t\n", r.Method, r.T, r.RetainedBytes, r.Seconds)
@@ -559,43 +549,54 @@ func write(path func(string) string, rows []row, mem []memRow, c config) error {
 		return err
 	}
 	for _, model := range c.models {
-		byMethod := map[string]*[2]report.Series{}
-		var names []string
-		for _, r := range rows {
-			if r.Model != model {
-				continue
+		for _, pl := range []struct {
+			file, title, x string
+			methods        []string
+			time           bool
+		}{
+			{"_aid_error_vs_N.png", "AID at y*(x)", "linear-solver steps N", []string{"AID-CG", "AID-Neumann", "AID-FP"}, false},
+			{"_itd_error_vs_T.png", "after T inner steps from y = 0", "inner steps T",
+				[]string{"ITD", fmt.Sprintf("ITD-trunc(K=%d)", c.trunc), "AID-CG(N=20) at y_T"}, false},
+			{"_error_vs_time.png", "against time", "seconds (points joined in the order of N or T)", nil, true},
+		} {
+			series := map[string]*report.Series{}
+			var order []string
+			for _, r := range rows {
+				if r.Model != model || pl.methods != nil && !slices.Contains(pl.methods, r.Method) {
+					continue
+				}
+				s, ok := series[r.Method]
+				if !ok {
+					s = &report.Series{Name: r.Method}
+					series[r.Method] = s
+					order = append(order, r.Method)
+				}
+				x := float64(r.Steps)
+				if pl.time {
+					x = r.Seconds
+				}
+				s.X, s.Y = append(s.X, x), append(s.Y, r.RelError)
 			}
-			s, ok := byMethod[r.Method]
-			if !ok {
-				s = &[2]report.Series{{Name: r.Method}, {Name: r.Method}}
-				byMethod[r.Method] = s
-				names = append(names, r.Method)
+			p := report.Plot{Title: model + ": hypergradient error, " + pl.title, XLabel: pl.x,
+				YLabel: "relative error", XScale: report.Log, YScale: report.Log}
+			for _, m := range order {
+				p.Series = append(p.Series, *series[m])
 			}
-			s[0].X, s[0].Y = append(s[0].X, float64(r.Steps)), append(s[0].Y, r.RelError)
-			s[1].X, s[1].Y = append(s[1].X, r.Seconds), append(s[1].Y, r.RelError)
-		}
-		sort.Strings(names)
-		var bySteps, byTime []report.Series
-		for _, n := range names {
-			bySteps = append(bySteps, byMethod[n][0])
-			byTime = append(byTime, byMethod[n][1])
-		}
-		if err := report.LinePlot(path(model+"_error_vs_steps.png"), model+": hypergradient error", "N (AID) or T (ITD)", "relative error", true, bySteps...); err != nil {
-			return err
-		}
-		if err := report.LinePlot(path(model+"_error_vs_time.png"), model+": hypergradient error against time", "seconds", "relative error", true, byTime...); err != nil {
-			return err
+			if err := p.Save(path(model + pl.file)); err != nil {
+				return err
+			}
 		}
 	}
-	var ms []report.Series
+	p := report.Plot{Title: "memory kept during the hypergradient", XLabel: "T (ITD) or N (AID)", YLabel: "bytes kept",
+		XScale: report.Log, YScale: report.Log}
 	for _, method := range []string{"ITD", "AID-CG"} {
 		s := report.Series{Name: method}
 		for _, r := range mem {
 			if r.Method == method {
-				s.X, s.Y = append(s.X, float64(r.T)), append(s.Y, float64(r.RetainedBytes)/(1<<20))
+				s.X, s.Y = append(s.X, float64(r.T)), append(s.Y, float64(r.RetainedBytes))
 			}
 		}
-		ms = append(ms, s)
+		p.Series = append(p.Series, s)
 	}
-	return report.LinePlot(path("memory.png"), "memory kept during the hypergradient", "T (ITD) or N (AID)", "MiB", false, ms...)
+	return p.Save(path("memory.png"))
 }

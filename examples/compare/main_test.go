@@ -1,10 +1,15 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestRun runs a small comparison on the embedded data and checks its
@@ -17,8 +22,8 @@ func TestRun(t *testing.T) {
 	}
 	out := t.TempDir()
 	c := config{models: []string{"cleaning"}, dataDir: "embedded", train: 300, val: 200, corrupt: 0.5, reg: 0.01,
-		center: true, ns: []int{2, 80}, ts: []int{10, 40}, memTs: []int{20, 200}, trunc: 5, seed: 1, out: out}
-	res, err := run(c)
+		center: true, ns: []int{2, 80}, ts: []int{10, 40}, memTs: []int{20, 200}, trunc: 5, seed: 1, out: out, quiet: true}
+	res, err := run(c, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +40,60 @@ func TestRun(t *testing.T) {
 	if g := res["aid_bytes_growth"].(float64); math.Abs(g) > 16 {
 		t.Errorf("AID-CG's memory grows by %.1f bytes per step; want flat", g)
 	}
-	for _, f := range []string{"results.csv", "memory.csv", "summary.json", "cleaning_error_vs_steps.png", "cleaning_error_vs_time.png", "memory.png"} {
+	for _, f := range []string{"results.csv", "memory.csv", "summary.json", "cleaning_aid_error_vs_N.png", "cleaning_itd_error_vs_T.png",
+		"cleaning_error_vs_time.png", "memory.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("output %s missing or empty", f)
 		}
 	}
+
+	// One -memT gives no growth per step: the keys are left out, never NaN.
+	c.memTs, c.ns, c.ts = []int{10}, []int{2}, []int{10}
+	res, err = run(c, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res["aid_bytes_growth"]; ok {
+		t.Errorf("aid_bytes_growth = %v from one -memT", res["aid_bytes_growth"])
+	}
+}
+
+// TestFlags: the reproductions of issue 17 and other values outside their
+// domains are refused before any work, naming the flag.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-corrupt", "2"}, "-corrupt 2"},
+		{[]string{"-corrupt", "NaN"}, "-corrupt NaN"},
+		{[]string{"-train", "-5"}, "-train -5"},
+		{[]string{"-val", "0"}, "-val 0"},
+		{[]string{"-reg", "-1"}, "-reg -1"},
+		{[]string{"-N", "0,1"}, "-N"},
+		{[]string{"-T", ""}, "-T"},
+		{[]string{"-memT", "100000"}, "-memT"},
+		{[]string{"-K", "0"}, "-K 0"},
+		{[]string{"-model", "cleaning,cleaning"}, "-model"},
+		{[]string{"-model", "ridge"}, "-model"},
+		{[]string{"-data", "/nonexistent"}, "-data"},
+		{[]string{"-out", ""}, "-out"},
+		{[]string{"-quiet", "x"}, "unexpected argument"},
+	} {
+		fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
+		}
+	}
+	if _, err := parseFlags(flag.NewFlagSet("compare", flag.ContinueOnError), nil); err != nil {
+		t.Errorf("the defaults are refused: %v", err)
+	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }

@@ -101,33 +101,38 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	seeds, c.Data = get("seeds"), get("data")
-	c.Parts = experiment.Strings(parts)
-	for _, p := range c.Parts {
-		if p != "synthetic" && p != "fedhr" {
-			return c, fmt.Errorf("-part: unknown part %q (want synthetic, fedhr)", p)
-		}
-	}
-	var err error
-	if c.Seeds, err = experiment.Seeds(seeds); err != nil {
-		return c, err
-	}
-	if c.Ps, err = experiment.Floats(ps); err != nil {
-		return c, err
-	}
+	var ck experiment.Check
+	c.Parts = ck.Names("part", parts, []string{"synthetic", "fedhr"})
+	c.Seeds = ck.Seeds("seeds", seeds)
+	c.Ps = ck.Floats("p", ps, 0, 1)
+	ck.Int("k0", c.K0, 1, experiment.MaxIters)
 	for _, p := range c.Ps {
-		if !(p > 0 && p <= 1) {
-			return c, fmt.Errorf("-p: %v is not a probability in (0, 1]", p)
+		if !(p > 0) || float64(c.K0)/p > experiment.MaxIters {
+			ck.Failf("p", "%v: give probabilities in (0, 1] with -k0/p at most %d iterations", p, experiment.MaxIters)
+			break
 		}
 	}
-	switch {
-	case c.K0 <= 0 || c.Samples < 1 || c.Clients < 1 || c.PerClient < 10 || c.Pool < 1 || c.Hidden < 1 || c.Iters < 1 || c.Points < 1:
-		return c, fmt.Errorf("-k0, -noise-samples, -clients, -per-client (≥ 10), -pool, -hidden, -iters and -points must be positive")
-	case !(c.FedP > 0 && c.FedP <= 1) || !(c.Target > 0 && c.Target < 1):
-		return c, fmt.Errorf("-fed-p must be in (0, 1] and -target in (0, 1)")
+	ck.Int("noise-samples", c.Samples, 1, experiment.MaxSamples)
+	ck.Data("data", c.Data)
+	ck.Int("clients", c.Clients, 1, 100000)
+	ck.Int("per-client", c.PerClient, 10, experiment.MaxSamples)
+	if int64(c.Clients)*int64(c.PerClient) > experiment.MaxSamples {
+		ck.Failf("clients", "%d clients × %d images: give at most %d images in all", c.Clients, c.PerClient, experiment.MaxSamples)
 	}
-	return c, nil
+	if ck.Int("pool", c.Pool, 1, 28); c.Pool >= 1 && 28%c.Pool != 0 {
+		ck.Failf("pool", "%d does not divide the 28 pixels of a side: give 1, 2, 4, 7, 14 or 28", c.Pool)
+	}
+	ck.Int("hidden", c.Hidden, 1, 100000)
+	ck.Int("iters", c.Iters, 1, experiment.MaxIters)
+	ck.Int("points", c.Points, 1, experiment.MaxPoints)
+	if !(c.FedP > 0 && c.FedP <= 1) {
+		ck.Failf("fed-p", "%v: give a probability in (0, 1]", c.FedP)
+	}
+	if !(c.Target > 0 && c.Target < 1) {
+		ck.Failf("target", "%v: give an accuracy strictly between 0 and 1", c.Target)
+	}
+	ck.Out("out", c.Out)
+	return c, ck.Err()
 }
 
 type runRow struct {
@@ -169,16 +174,12 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 			total += len(c.Seeds) * 2
 		}
 	}
-	var bar *report.Progress
+	var w io.Writer
 	if !c.Quiet {
-		bar = report.NewProgress("federated", total)
-		bar.W = stderr
+		w = stderr
 	}
-	step := func(s string) {
-		if bar != nil {
-			bar.Step(s)
-		}
-	}
+	step := report.NewProgress(w, "federated", total).Step
+	var failed []string
 	all := map[string][]*experiment.Trace{}
 	var images *experiment.Images
 	for _, part := range c.Parts {
@@ -225,6 +226,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				}
 				if tr.Err != nil {
 					row.Error = tr.Err.Error()
+					failed = append(failed, fmt.Sprintf("%s_%s_seed%d", part, strings.NewReplacer(" ", "_", "=", "").Replace(r.name), seed))
 				}
 				out.Runs = append(out.Runs, row)
 				for _, pt := range tr.Points {
@@ -250,7 +252,11 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	}
 	summarize(c, out)
 	for _, r := range out.Runs {
-		if r.Seed != c.Seeds[0] {
+		switch {
+		case r.Seed != c.Seeds[0]:
+			continue
+		case r.Error != "":
+			fmt.Fprintf(stdout, "%s %-15s FAILED at iteration %d: %s\n", r.Part, r.Method, r.Iters, r.Error)
 			continue
 		}
 		if r.Part == "synthetic" {
@@ -261,12 +267,13 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				r.Method, r.TestAcc, r.Iters, r.Lower, r.Upper, r.Implicit, c.Target, r.RoundsToTarget)
 		}
 	}
+	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "result": out.Result}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
-	return out, nil
+	return out, failErr
 }
 
 // namedRun is one run to perform.
@@ -507,11 +514,16 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 						cs = append(cs, cv)
 					}
 				}
-				series = append(series, medianOf(name, cs))
+				s := medianOf(name, cs)
+				s.Note = experiment.FailureNote(all[part+"|"+name])
+				series = append(series, s)
 			}
 			title := map[string]string{"synthetic": "paper 004 Sec. 6.1: AiPOD and E-AiPOD", "fedhr": fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)}[part]
-			logY := part == "synthetic" && experiment.WideRange(series)
-			if err := report.LinePlot(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, a.file)), title, a.label, label, logY, series...); err != nil {
+			pl := report.Plot{Title: title, XLabel: a.label, YLabel: label, Series: series}
+			if part == "fedhr" {
+				pl.YScale = report.Linear
+			}
+			if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, a.file))); err != nil {
 				return err
 			}
 		}
@@ -535,15 +547,20 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
 }
 
+// summarize fills the result line with medians over the seeds whose run
+// succeeded; a method whose runs all failed has no figures (its runs are
+// in the key "failed").
 func summarize(c config, out *outcome) {
-	med := func(part, name string, get func(runRow) float64) float64 {
+	put := func(k, part, name string, get func(runRow) float64) {
 		var v []float64
 		for _, r := range out.Runs {
-			if r.Part == part && r.Method == name {
+			if r.Part == part && r.Method == name && r.Error == "" {
 				v = append(v, get(r))
 			}
 		}
-		return experiment.MedianOf(v)
+		if len(v) > 0 {
+			out.Result[k] = experiment.MedianFinite(v)
+		}
 	}
 	key := func(s string) string {
 		return strings.NewReplacer(" ", "_", "=", "", "-", "").Replace(strings.ToLower(s))
@@ -555,17 +572,17 @@ func summarize(c config, out *outcome) {
 				names = append(names, fmt.Sprintf("E-AiPOD p=%g", p))
 			}
 			for _, name := range names {
-				out.Result["synthetic_"+key(name)+"_avg_error"] = med(part, name, func(r runRow) float64 { return r.AvgError })
-				out.Result["synthetic_"+key(name)+"_lower_projections"] = med(part, name, func(r runRow) float64 { return float64(r.Lower) })
-				out.Result["synthetic_"+key(name)+"_avg_error_at_k0"] = med(part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
-				out.Result["synthetic_"+key(name)+"_lower_projections_at_k0"] = med(part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+				put("synthetic_"+key(name)+"_avg_error", part, name, func(r runRow) float64 { return r.AvgError })
+				put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
+				put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
+				put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
 			}
 			continue
 		}
 		for _, name := range []string{"E-AiPOD", "FedNest"} {
-			out.Result["fedhr_"+key(name)+"_test_acc"] = med(part, name, func(r runRow) float64 { return r.TestAcc })
-			out.Result["fedhr_"+key(name)+"_rounds"] = med(part, name, func(r runRow) float64 { return float64(r.Lower + r.Upper + r.Implicit) })
-			out.Result["fedhr_"+key(name)+"_rounds_to_target"] = med(part, name, func(r runRow) float64 { return float64(r.RoundsToTarget) })
+			put("fedhr_"+key(name)+"_test_acc", part, name, func(r runRow) float64 { return r.TestAcc })
+			put("fedhr_"+key(name)+"_rounds", part, name, func(r runRow) float64 { return float64(r.Lower + r.Upper + r.Implicit) })
+			put("fedhr_"+key(name)+"_rounds_to_target", part, name, func(r runRow) float64 { return float64(r.RoundsToTarget) })
 		}
 	}
 }

@@ -168,45 +168,29 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	// Flags set by ApplyMode are read back from the flag set.
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	dataList, ps, seeds = get("data"), get("p"), get("seeds")
-	c.Datasets = experiment.Strings(dataList)
-	var err error
-	if c.Ps, err = experiment.Floats(ps); err != nil {
-		return c, err
+	var ck experiment.Check
+	c.Datasets = ck.DataList("data", dataList)
+	c.Ps = ck.Floats("p", ps, 0, 1)
+	c.Seeds = ck.Seeds("seeds", seeds)
+	c.Methods = ck.Names("methods", methodList, allMethods)
+	ck.Duration("budget", c.Budget, true)
+	ck.Float("work", c.Work, 0, 1e15)
+	if c.Budget == 0 && c.Work == 0 {
+		ck.Failf("budget", "0 with -work 0: give a positive -budget (a duration) or -work")
 	}
-	for _, p := range c.Ps {
-		if p < 0 || p > 1 {
-			return c, fmt.Errorf("-p: %v is not a probability", p)
-		}
-	}
-	if c.Seeds, err = experiment.Seeds(seeds); err != nil {
-		return c, err
-	}
-	c.Methods = experiment.Strings(methodList)
-	for _, m := range c.Methods {
-		if _, ok := methods[m]; !ok {
-			return c, fmt.Errorf("-methods: unknown method %q (want %s)", m, strings.Join(allMethods, ", "))
-		}
-	}
-	if len(c.Datasets) == 0 || len(c.Ps) == 0 {
-		return c, fmt.Errorf("-data and -p must name at least one data set and one probability")
-	}
-	if c.Budget < 0 || c.Work < 0 || c.Budget == 0 && c.Work == 0 {
-		return c, fmt.Errorf("set a positive -budget or -work")
-	}
-	if c.Train <= 0 || c.Val <= 0 || c.Points <= 0 {
-		return c, fmt.Errorf("-train, -val and -points must be positive")
-	}
+	ck.Int("train", c.Train, 1, experiment.MaxSamples)
+	ck.Int("val", c.Val, 1, experiment.MaxSamples)
+	ck.Int("test", c.Tst, 0, experiment.MaxSamples)
+	ck.Int("points", c.Points, 1, experiment.MaxPoints)
+	ck.Positive("cr", c.Cr)
+	// A minibatch is drawn from the training or the validation samples.
+	ck.Int("batch", c.Batch, 1, max(1, min(c.Train, c.Val)))
+	ck.Int("detbatch", c.DetBatch, 0, max(0, min(c.Train, c.Val)))
+	ck.Int("baseline-iters", c.BaselineIters, 1, experiment.MaxIters)
+	ck.Out("out", c.Out)
 	c.Params = defaultParams.Clone()
-	if err := c.Params.Set(set); err != nil {
-		return c, err
-	}
-	if !(c.Cr > 0) || c.Batch <= 0 || c.DetBatch < 0 {
-		return c, fmt.Errorf("-cr and -batch must be positive and -detbatch ≥ 0")
-	}
-	return c, nil
+	ck.Add(c.Params.Set(set))
+	return c, ck.Err()
 }
 
 // runRow is the outcome of one run.
@@ -258,21 +242,20 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		"val_loss", "test_loss", "test_acc", "precision", "recall", "f1"}}
 	curves := map[string][]*experiment.Trace{} // key: dataset|p|method
 	nRuns := len(c.Datasets) * len(c.Ps) * len(c.Seeds) * (len(c.Methods) + 1)
-	var bar *report.Progress
+	var w io.Writer
 	if !c.Quiet {
-		bar = report.NewProgress("hypercleaning", nRuns)
-		bar.W = stderr
+		w = stderr
 	}
-	step := func(s string) {
-		if bar != nil {
-			bar.Step(s)
-		}
-	}
-	for _, dsName := range c.Datasets {
-		images, err := experiment.LoadImages(dsName)
+	bar := report.NewProgress(w, "hypercleaning", nRuns)
+	names := experiment.FileNames(c.Datasets) // in file names, keys and tables
+	var failed []string
+	for di, dsPath := range c.Datasets {
+		images, err := experiment.LoadImages(dsPath)
 		if err != nil {
 			return nil, err
 		}
+		dsName := names[di]
+		images.Name = dsName
 		for _, p := range c.Ps {
 			for _, seed := range c.Seeds {
 				e, err := newSetup(c, images, p, seed)
@@ -285,9 +268,9 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 						return nil, err
 					}
 					out.Baselines = append(out.Baselines, bs...)
-					step(fmt.Sprintf("%s p=%.1f seed %d: baselines %.3f / %.3f", dsName, p, seed, bs[0].TestAcc, bs[1].TestAcc))
+					bar.Step(fmt.Sprintf("%s p=%g seed %d: baselines %.3f / %.3f", dsName, p, seed, bs[0].TestAcc, bs[1].TestAcc))
 				} else {
-					step("no baselines")
+					bar.Step("no baselines")
 				}
 				for _, name := range c.Methods {
 					row, tr, err := e.solve(c, name)
@@ -302,7 +285,10 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 						traces.Add(dsName, p, name, seed, pt.Iter, pt.Seconds, pt.Oracles, pt.Samples,
 							m["val_loss"], m["test_loss"], m["test_acc"], m["precision"], m["recall"], m["f1"])
 					}
-					step(fmt.Sprintf("%s p=%.1f seed %d %s: acc %.3f, %s", dsName, p, seed, name, row.TestAcc, tr.Describe()))
+					if tr.Err != nil {
+						failed = append(failed, fmt.Sprintf("%s_p%g_%s_seed%d", dsName, p, name, seed))
+					}
+					bar.Step(fmt.Sprintf("%s p=%g seed %d %s: acc %.3f, %s", dsName, p, seed, name, row.TestAcc, tr.Describe()))
 				}
 			}
 		}
@@ -313,17 +299,18 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	if err := writeTables(path, out); err != nil {
 		return nil, err
 	}
-	if err := plots(path, c, curves, out.Baselines); err != nil {
+	if err := plots(path, c, names, curves, out.Baselines); err != nil {
 		return nil, err
 	}
-	summarize(c, out)
-	printSummary(stdout, c, out)
+	summarize(c, names, out)
+	printSummary(stdout, c, names, out)
+	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "baselines": out.Baselines, "result": out.Result}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
-	return out, nil
+	return out, failErr
 }
 
 // setup is one data set, corruption probability and seed: the compiled
@@ -349,7 +336,10 @@ func newSetup(c config, images *experiment.Images, p float64, seed uint64) (*set
 	if c.Center {
 		experiment.Center(train, val, test)
 	}
-	noisy, corr := train.Corrupt(p, seed)
+	noisy, corr, err := train.Corrupt(p, seed)
+	if err != nil {
+		return nil, err
+	}
 	m, err := models.HyperCleaning(experiment.ModelData(noisy), experiment.ModelData(val), train.Classes, models.CleaningSettings{Cr: c.Cr})
 	if err != nil {
 		return nil, err
@@ -419,7 +409,7 @@ func (e *setup) solve(c config, name string) (runRow, *experiment.Trace, error) 
 	}
 	last := tr.Last()
 	mt := last.Metrics
-	row := runRow{Dataset: e.dataset, P: e.p, Method: name, Seed: e.seed, Iters: last.Iter, Seconds: last.Seconds, Samples: last.Samples,
+	row := runRow{Dataset: e.dataset, P: e.p, Method: name, Seed: e.seed, Iters: tr.State.Iter, Seconds: last.Seconds, Samples: last.Samples,
 		ValLoss: mt["val_loss"], TestLoss: mt["test_loss"], TestAcc: mt["test_acc"],
 		Precision: mt["precision"], Recall: mt["recall"], F1: mt["f1"]}
 	if tr.Err != nil {
@@ -446,8 +436,8 @@ func writeTables(path func(string) string, out *outcome) error {
 // plots draws, for each data set and p, the median over seeds of test
 // accuracy, test loss and validation loss against time and against
 // per-sample oracle evaluations, with the baselines as flat lines.
-func plots(path func(string) string, c config, curves map[string][]*experiment.Trace, baselines []baselineRow) error {
-	for _, ds := range c.Datasets {
+func plots(path func(string) string, c config, names []string, curves map[string][]*experiment.Trace, baselines []baselineRow) error {
+	for _, ds := range names {
 		for _, p := range c.Ps {
 			for _, metric := range []struct{ key, label string }{
 				{"test_acc", "test accuracy"}, {"test_loss", "test loss"}, {"val_loss", "validation loss (upper objective)"},
@@ -480,10 +470,13 @@ func plots(path func(string) string, c config, curves map[string][]*experiment.T
 							}
 						}
 					}
-					title := fmt.Sprintf("hyper-cleaning, %s, p = %g", ds, p)
 					axisName := map[experiment.Axis]string{experiment.Seconds: "time", experiment.Samples: "samples"}[axis]
-					file := fmt.Sprintf("%s_p%g_%s_vs_%s.png", ds, p, metric.key, axisName)
-					if err := report.LinePlot(path(file), title, axis.Label(), metric.label, metric.key != "test_acc" && experiment.WideRange(series), series...); err != nil {
+					pl := report.Plot{Title: fmt.Sprintf("hyper-cleaning, %s, p = %g", ds, p), XLabel: axis.Label(), YLabel: metric.label,
+						XScale: report.Linear, Series: series}
+					if metric.key == "test_acc" {
+						pl.YScale = report.Linear
+					}
+					if err := pl.Save(path(fmt.Sprintf("%s_p%g_%s_vs_%s.png", ds, p, metric.key, axisName))); err != nil {
 						return err
 					}
 				}
@@ -496,11 +489,11 @@ func plots(path func(string) string, c config, curves map[string][]*experiment.T
 // summarize fills the result line: per data set and p, the median over
 // seeds of each method's final test accuracy, precision and recall, the
 // baselines, and the best method's gain over training on corrupted data.
-func summarize(c config, out *outcome) {
+func summarize(c config, names []string, out *outcome) {
 	key := func(ds string, p float64, what string) string {
 		return fmt.Sprintf("%s_p%g_%s", ds, p, what)
 	}
-	for _, ds := range c.Datasets {
+	for _, ds := range names {
 		for _, p := range c.Ps {
 			base := map[string]float64{}
 			for _, b := range []string{"corrupted", "clean-only"} {
@@ -510,35 +503,45 @@ func summarize(c config, out *outcome) {
 						v = append(v, r.TestAcc)
 					}
 				}
-				base[b] = experiment.MedianOf(v)
-				out.Result[key(ds, p, strings.ReplaceAll(b, "-", "")+"_acc")] = round4(base[b])
+				if len(v) > 0 {
+					base[b] = experiment.MedianOf(v)
+					out.Result[key(ds, p, strings.ReplaceAll(b, "-", "")+"_acc")] = round4(base[b])
+				}
 			}
 			best, bestName := math.Inf(-1), ""
 			for _, name := range c.Methods {
 				var acc, prec, rec []float64
 				for _, r := range out.Runs {
-					if r.Dataset == ds && r.P == p && r.Method == name {
+					if r.Dataset == ds && r.P == p && r.Method == name && r.Error == "" {
 						acc, prec, rec = append(acc, r.TestAcc), append(prec, r.Precision), append(rec, r.Recall)
 					}
 				}
+				if len(acc) == 0 {
+					continue // failed: named in the key "failed"
+				}
 				a := experiment.MedianOf(acc)
 				out.Result[key(ds, p, name+"_acc")] = round4(a)
-				out.Result[key(ds, p, name+"_precision")] = round4(experiment.MedianOf(prec))
-				out.Result[key(ds, p, name+"_recall")] = round4(experiment.MedianOf(rec))
+				out.Result[key(ds, p, name+"_precision")] = round4(experiment.MedianFinite(prec))
+				out.Result[key(ds, p, name+"_recall")] = round4(experiment.MedianFinite(rec))
 				if a > best {
 					best, bestName = a, name
 				}
 			}
+			if bestName == "" {
+				continue
+			}
 			out.Result[key(ds, p, "best")] = bestName
-			out.Result[key(ds, p, "gain_points")] = math.Round(1000*(best-base["corrupted"])) / 10
+			if corr, ok := base["corrupted"]; ok {
+				out.Result[key(ds, p, "gain_points")] = math.Round(1000*(best-corr)) / 10
+			}
 		}
 	}
 }
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
-func printSummary(w io.Writer, c config, out *outcome) {
-	for _, ds := range c.Datasets {
+func printSummary(w io.Writer, c config, names []string, out *outcome) {
+	for _, ds := range names {
 		for _, p := range c.Ps {
 			fmt.Fprintf(w, "%s, p = %g (test accuracy, median over %d seed(s)):\n", ds, p, len(c.Seeds))
 			for _, b := range out.Baselines {
@@ -547,13 +550,13 @@ func printSummary(w io.Writer, c config, out *outcome) {
 				}
 			}
 			for _, r := range out.Runs {
-				if r.Dataset == ds && r.P == p && r.Seed == c.Seeds[0] {
-					msg := ""
-					if r.Error != "" {
-						msg = "  stopped: " + r.Error
-					}
-					fmt.Fprintf(w, "  %-9s acc %.4f  test loss %.4f  precision %.3f recall %.3f  %6d iterations%s\n",
-						methods[r.Method].name, r.TestAcc, r.TestLoss, r.Precision, r.Recall, r.Iters, msg)
+				switch {
+				case r.Dataset != ds || r.P != p || r.Seed != c.Seeds[0]:
+				case r.Error != "":
+					fmt.Fprintf(w, "  %-9s FAILED at iteration %d: %s\n", methods[r.Method].name, r.Iters, r.Error)
+				default:
+					fmt.Fprintf(w, "  %-9s acc %.4f  test loss %.4f  precision %.3f recall %.3f  %6d iterations\n",
+						methods[r.Method].name, r.TestAcc, r.TestLoss, r.Precision, r.Recall, r.Iters)
 				}
 			}
 		}

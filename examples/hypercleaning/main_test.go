@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestQuick runs a reduced quick mode (p = 0.5, three methods, the embedded
@@ -65,17 +71,129 @@ func TestQuick(t *testing.T) {
 	}
 }
 
-// TestFlags: -h describes every flag, and bad values are errors.
+// TestFlags: bad values are errors naming the flag, before any work;
+// among them the reproductions of issue 17.
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-mode", "slow"}, {"-p", "1.5"}, {"-methods", "sgd"}, {"-set", "stocbio.beta=1"}, {"-work", "0"}} {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-mode", "slow"}, "-mode"},
+		{[]string{"-p", "1.5"}, "-p"},
+		{[]string{"-p", "NaN"}, "-p"},
+		{[]string{"-methods", "sgd"}, "-methods"},
+		{[]string{"-methods", ""}, "-methods"},
+		{[]string{"-methods", "aid,aid"}, "-methods"},
+		{[]string{"-set", "stocbio.beta=1"}, "-set"},
+		{[]string{"-set", "aid.lr=NaN"}, "-set"},
+		{[]string{"-set", "aid.lr=-1"}, "-set"},
+		{[]string{"-set", "aid.lr=Inf"}, "-set"},
+		{[]string{"-batch", "100000"}, "-batch 100000"},
+		{[]string{"-work", "0"}, "-budget"},
+		{[]string{"-work", "NaN"}, "-work"},
+		{[]string{"-budget", "-1s"}, "-budget"},
+		{[]string{"-train", "-1"}, "-train"},
+		{[]string{"-cr", "0"}, "-cr"},
+		{[]string{"-seeds", "1,1"}, "-seeds"},
+		{[]string{"-data", "embedded,embedded"}, "-data"},
+		{[]string{"-data", "/no/such/folder"}, "-data"},
+	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, args); err == nil {
-			t.Errorf("%v accepted", args)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
 		}
 	}
-	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-mode", "full"})
-	if err != nil || c.Train != 20000 || c.Val != 5000 || len(c.Datasets) != 2 || len(c.Ps) != 3 {
+	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-mode", "full", "-data", "embedded,embedded/"})
+	if err == nil {
+		t.Errorf("full mode with the same data set twice accepted: %+v", c)
+	}
+	c, err = parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-mode", "full", "-data", "embedded"})
+	if err != nil || c.Train != 20000 || c.Val != 5000 || len(c.Ps) != 3 {
 		t.Errorf("full mode: %+v, %v", c, err)
+	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
+}
+
+// TestDataFolder runs on a folder of IDX files whose path has a space and
+// a trailing slash (issue 17: the PNG names were built from the path), and
+// with a method made to fail: it is reported as failed in the table and
+// the result line, which holds no NaN, and a run where every method fails
+// is an error.
+func TestDataFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two short experiments")
+	}
+	dir := filepath.Join(t.TempDir(), "my images")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeIDXFolder(t, dir)
+	out := t.TempDir()
+	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-data", dir + "/", "-train", "500", "-val", "300",
+		"-methods", "aid,nsbo", "-set", "aid.alpha=1e200", "-work", "2e4", "-baseline-iters", "20", "-quiet", "-out", out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	o, err := run(c, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "failed=my-images_p0.5_aid_seed1") || strings.Contains(last, "NaN") || strings.Contains(last, "_aid_acc") ||
+		!strings.Contains(last, "my-images_p0.5_nsbo_acc=") {
+		t.Errorf("result line %q; want aid failed, nsbo's accuracy and no NaN", last)
+	}
+	if !strings.Contains(stdout.String(), "AID-BiO   FAILED at iteration 0") {
+		t.Errorf("the table does not show AID-BiO as failed:\n%s", stdout.String())
+	}
+	for _, r := range o.Runs {
+		if (r.Method == "aid") != (r.Error != "") {
+			t.Errorf("%s: error %q", r.Method, r.Error)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(out, "my-images_p0.5_test_acc_vs_time.png")); err != nil || st.Size() == 0 {
+		t.Errorf("plot missing: %v", err)
+	}
+	c.Methods = []string{"aid"}
+	if _, err := run(c, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "every run failed") {
+		t.Errorf("every method failed: error %v", err)
+	}
+}
+
+// writeIDXFolder writes the embedded Fashion-MNIST subset to dir as the
+// four gzip IDX files of Fashion-MNIST.
+func writeIDXFolder(t *testing.T, dir string) {
+	t.Helper()
+	train, test, err := data.EmbeddedFashionMNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		ds             *data.Dataset
+		images, labels string
+	}{{train, data.FashionMNISTTrainImages, data.FashionMNISTTrainLabels}, {test, data.FashionMNISTTestImages, data.FashionMNISTTestLabels}} {
+		im := &data.IDX{Type: data.IDXUint8, Dims: []int{f.ds.N, f.ds.Height, f.ds.Width}, Bytes: make([]byte, len(f.ds.X))}
+		for i, v := range f.ds.X {
+			im.Bytes[i] = byte(math.Round(v * 255))
+		}
+		lb := &data.IDX{Type: data.IDXUint8, Dims: []int{f.ds.N}, Bytes: make([]byte, f.ds.N)}
+		for i, l := range f.ds.Labels {
+			lb.Bytes[i] = byte(l)
+		}
+		if err := data.WriteIDXFile(filepath.Join(dir, f.images+".gz"), im); err != nil {
+			t.Fatal(err)
+		}
+		if err := data.WriteIDXFile(filepath.Join(dir, f.labels+".gz"), lb); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

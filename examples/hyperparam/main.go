@@ -208,45 +208,39 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	c.Data, seeds = get("data"), get("seeds")
-	c.Parts = experiment.Strings(parts)
-	for _, p := range c.Parts {
-		if p != "multinomial" && p != "stable" {
-			return c, fmt.Errorf("-part: unknown part %q (want multinomial, stable)", p)
-		}
+	var ck experiment.Check
+	c.Parts = ck.Names("part", parts, []string{"multinomial", "stable"})
+	ck.Data("data", c.Data)
+	c.Seeds = ck.Seeds("seeds", seeds)
+	c.Methods = ck.Names("methods", methodList, multinomialMethods)
+	c.BMethods = ck.Names("bmethods", bmethodList, stableMethods)
+	if cl := ck.Ints("classes", classes, 0, 9); len(cl) != 2 || cl[0] == cl[1] {
+		ck.Failf("classes", "%q: give two different classes from 0 to 9, e.g. 0,6", classes)
+	} else {
+		c.BClasses = [2]int{cl[0], cl[1]}
 	}
-	var err error
-	if c.Seeds, err = experiment.Seeds(seeds); err != nil {
-		return c, err
+	for _, f := range []struct {
+		name   string
+		v, min int
+	}{{"train", c.Train, 1}, {"val", c.Val, 1}, {"test", c.Test, 0}, {"btrain", c.BTrain, 1}, {"bval", c.BVal, 1}, {"btest", c.BTest, 0}} {
+		ck.Int(f.name, f.v, f.min, experiment.MaxSamples)
 	}
-	c.Methods, c.BMethods = experiment.Strings(methodList), experiment.Strings(bmethodList)
-	for _, m := range c.Methods {
-		if _, ok := methods[m]; !ok {
-			return c, fmt.Errorf("-methods: unknown method %q", m)
-		}
+	ck.Float("work", c.Work, 1, 1e15)
+	ck.Float("bdrawn", c.BDrawn, 1, 1e15)
+	ck.Positive("xmin", c.XMin)
+	if ck.Int("pool", c.Pool, 1, 28); c.Pool >= 1 && 28%c.Pool != 0 {
+		ck.Failf("pool", "%d does not divide the 28 pixels of a side: give 1, 2, 4, 7, 14 or 28", c.Pool)
 	}
-	for _, m := range c.BMethods {
-		if _, ok := bmethods[m]; !ok {
-			return c, fmt.Errorf("-bmethods: unknown method %q", m)
-		}
-	}
-	cl, err := experiment.Ints(classes)
-	if err != nil || len(cl) != 2 || cl[0] == cl[1] || min(cl[0], cl[1]) < 0 || max(cl[0], cl[1]) > 9 {
-		return c, fmt.Errorf("-classes %q: want two different classes in 0..9", classes)
-	}
-	c.BClasses = [2]int{cl[0], cl[1]}
+	ck.Int("ref-iters", c.RefIters, 0, experiment.MaxIters)
+	ck.Int("points", c.Points, 1, experiment.MaxPoints)
+	ck.Out("out", c.Out)
 	c.Params = defaultParams.Clone()
 	if err := c.Params.Set(set); err != nil {
-		return c, err
+		ck.Add(err)
+	} else {
+		ck.Add(c.Params.Positive("lr")) // SGD's step, STABLE's α: no default
 	}
-	if c.Train <= 0 || c.Val <= 0 || c.BTrain <= 0 || c.BVal <= 0 || c.Points <= 0 || !(c.Work > 0) || !(c.BDrawn > 0) {
-		return c, fmt.Errorf("-train, -val, -btrain, -bval, -work, -bdrawn and -points must be positive")
-	}
-	if !(c.XMin > 0) || c.Pool < 1 {
-		return c, fmt.Errorf("-xmin must be positive and -pool ≥ 1")
-	}
-	return c, nil
+	return c, ck.Err()
 }
 
 // runRow is the outcome of one run.
@@ -298,16 +292,13 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 			total += len(c.Seeds) * (len(c.BMethods) + 1)
 		}
 	}
-	var bar *report.Progress
+	var w io.Writer
 	if !c.Quiet {
-		bar = report.NewProgress("hyperparam", total)
-		bar.W = stderr
+		w = stderr
 	}
-	step := func(s string) {
-		if bar != nil {
-			bar.Step(s)
-		}
-	}
+	bar := report.NewProgress(w, "hyperparam", total)
+	step := bar.Step
+	var failed []string
 	all := map[string][]*experiment.Trace{} // part|method
 	for _, part := range c.Parts {
 		for _, seed := range c.Seeds {
@@ -350,6 +341,9 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 			for i, name := range names {
 				tr := trs[i]
 				row := e.finish(name, tr)
+				if tr.Err != nil {
+					failed = append(failed, fmt.Sprintf("%s_%s_seed%d", part, name, seed))
+				}
 				out.Runs = append(out.Runs, row)
 				all[part+"|"+name] = append(all[part+"|"+name], tr)
 				for _, pt := range tr.Points {
@@ -375,12 +369,13 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	}
 	summarize(c, out)
 	printSummary(stdout, c, out)
+	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "reference": out.Reference, "result": out.Result}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
-	return out, nil
+	return out, failErr
 }
 
 // setup is one part and seed: the compiled problem and the metrics.
@@ -568,7 +563,7 @@ func (e *setup) finish(name string, tr *experiment.Trace) runRow {
 	}
 	last := tr.Last()
 	mt := last.Metrics
-	row := runRow{Part: e.part, Method: name, Seed: e.seed, Iters: last.Iter, Seconds: last.Seconds, Samples: last.Samples, Drawn: last.Drawn,
+	row := runRow{Part: e.part, Method: name, Seed: e.seed, Iters: tr.State.Iter, Seconds: last.Seconds, Samples: last.Samples, Drawn: last.Drawn,
 		ValLoss: mt["val_loss"], ValAcc: mt["val_acc"], TestLoss: mt["test_loss"], TestAcc: mt["test_acc"], ObjError: math.NaN(),
 		RefitValLoss: math.NaN(), RefitTestAcc: math.NaN()}
 	if e.part == "stable" {
@@ -623,8 +618,11 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 				if metric == "obj_error" {
 					label = "objective error Φ(x) − Φ*"
 				}
-				logY := !strings.HasSuffix(metric, "acc") && experiment.WideRange(series)
-				if err := report.LinePlot(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, axisName)), title, axis.Label(), label, logY, series...); err != nil {
+				pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: label, XScale: report.Linear, Series: series}
+				if strings.HasSuffix(metric, "acc") {
+					pl.YScale = report.Linear
+				}
+				if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, axisName))); err != nil {
 					return err
 				}
 			}
@@ -634,25 +632,44 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 }
 
 // summarize fills the result line with medians over seeds.
+// summarize fills the result line with medians over the seeds whose run
+// succeeded; a method whose runs all failed has no figures (its runs are
+// in the key "failed").
 func summarize(c config, out *outcome) {
-	med := func(part, name string, get func(runRow) float64) float64 {
-		var v []float64
-		for _, r := range out.Runs {
-			if r.Part == part && r.Method == name {
-				v = append(v, get(r))
-			}
-		}
-		return experiment.MedianOf(v)
-	}
 	r4 := func(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 	for _, part := range c.Parts {
-		if part == "multinomial" {
-			for _, name := range c.Methods {
-				out.Result["multinomial_"+name+"_test_acc"] = r4(med(part, name, func(r runRow) float64 { return r.TestAcc }))
-				out.Result["multinomial_"+name+"_val_loss"] = r4(med(part, name, func(r runRow) float64 { return r.ValLoss }))
-				out.Result["multinomial_"+name+"_refit_val_loss"] = r4(med(part, name, func(r runRow) float64 { return r.RefitValLoss }))
-				out.Result["multinomial_"+name+"_refit_test_acc"] = r4(med(part, name, func(r runRow) float64 { return r.RefitTestAcc }))
+		names := c.Methods
+		if part == "stable" {
+			names = c.BMethods
+		}
+		for _, name := range names {
+			var ok []runRow
+			for _, r := range out.Runs {
+				if r.Part == part && r.Method == name && r.Error == "" {
+					ok = append(ok, r)
+				}
 			}
+			if len(ok) == 0 {
+				continue
+			}
+			med := func(get func(runRow) float64) float64 {
+				v := make([]float64, len(ok))
+				for i, r := range ok {
+					v[i] = get(r)
+				}
+				return experiment.MedianFinite(v)
+			}
+			k := part + "_" + name + "_"
+			out.Result[k+"test_acc"] = r4(med(func(r runRow) float64 { return r.TestAcc }))
+			if part == "stable" {
+				out.Result[k+"obj_error"] = med(func(r runRow) float64 { return r.ObjError })
+				continue
+			}
+			out.Result[k+"val_loss"] = r4(med(func(r runRow) float64 { return r.ValLoss }))
+			out.Result[k+"refit_val_loss"] = r4(med(func(r runRow) float64 { return r.RefitValLoss }))
+			out.Result[k+"refit_test_acc"] = r4(med(func(r runRow) float64 { return r.RefitTestAcc }))
+		}
+		if part == "multinomial" {
 			var acc, vl []float64
 			for _, seed := range c.Seeds {
 				acc = append(acc, out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_test_acc", seed)])
@@ -660,11 +677,6 @@ func summarize(c config, out *outcome) {
 			}
 			out.Result["multinomial_fixed_test_acc"] = r4(experiment.MedianOf(acc))
 			out.Result["multinomial_fixed_val_loss"] = r4(experiment.MedianOf(vl))
-			continue
-		}
-		for _, name := range c.BMethods {
-			out.Result["stable_"+name+"_obj_error"] = med(part, name, func(r runRow) float64 { return r.ObjError })
-			out.Result["stable_"+name+"_test_acc"] = r4(med(part, name, func(r runRow) float64 { return r.TestAcc }))
 		}
 	}
 }
@@ -676,14 +688,13 @@ func printSummary(w io.Writer, c config, out *outcome) {
 			if r.Part != part || r.Seed != c.Seeds[0] {
 				continue
 			}
-			extra := ""
+			if r.Error != "" {
+				fmt.Fprintf(w, "  %-14s FAILED at iteration %d: %s\n", displayName(part, r.Method), r.Iters, r.Error)
+				continue
+			}
+			extra := fmt.Sprintf("  refit: val loss %.4f test acc %.4f", r.RefitValLoss, r.RefitTestAcc)
 			if part == "stable" {
 				extra = fmt.Sprintf("  Φ−Φ* %.3g", r.ObjError)
-			} else {
-				extra = fmt.Sprintf("  refit: val loss %.4f test acc %.4f", r.RefitValLoss, r.RefitTestAcc)
-			}
-			if r.Error != "" {
-				extra += "  stopped: " + r.Error
 			}
 			fmt.Fprintf(w, "  %-14s val loss %.4f acc %.4f  test loss %.4f acc %.4f  %6d iterations%s\n",
 				displayName(part, r.Method), r.ValLoss, r.ValAcc, r.TestLoss, r.TestAcc, r.Iters, extra)

@@ -6,7 +6,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestQuick runs a reduced quick mode on the embedded Fashion-MNIST subset
@@ -61,12 +64,40 @@ func TestQuick(t *testing.T) {
 	}
 }
 
+// TestFlags: bad values are errors naming the flag, before any work;
+// among them the reproduction of issue 17 (-set aid.lr=NaN).
 func TestFlags(t *testing.T) {
-	for _, args := range [][]string{{"-part", "other"}, {"-classes", "3,3"}, {"-set", "b.stable.beta=1"}, {"-bmethods", "aid"}} {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-part", "other"}, "-part"},
+		{[]string{"-part", ""}, "-part"},
+		{[]string{"-classes", "3,3"}, "-classes"},
+		{[]string{"-classes", "3,10"}, "-classes"},
+		{[]string{"-set", "b.stable.beta=1"}, "-set"},
+		{[]string{"-set", "aid.lr=NaN"}, "-set"},
+		{[]string{"-set", "aid.lr=0"}, "-set aid.lr=0"},
+		{[]string{"-bmethods", "aid"}, "-bmethods"},
+		{[]string{"-methods", "aid,aid"}, "-methods"},
+		{[]string{"-pool", "3"}, "-pool"},
+		{[]string{"-work", "0"}, "-work"},
+		{[]string{"-bdrawn", "NaN"}, "-bdrawn"},
+		{[]string{"-xmin", "-1"}, "-xmin"},
+		{[]string{"-train", "-1"}, "-train"},
+		{[]string{"-points", "0"}, "-points"},
+	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, args); err == nil {
-			t.Errorf("%v accepted", args)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
 		}
 	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }

@@ -40,12 +40,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/meta"
 	"github.com/gobilevel/bilevel/models"
@@ -90,34 +90,29 @@ type config struct {
 var modes = map[string]map[string]string{
 	"quick": {"data": "embedded", "shots": "1", "queries": "5", "filters": "16", "iters": "150", "eval-every": "50",
 		"curve-tasks": "60", "pretrain-steps": "150"},
-	"full": {"data": data.DefaultFashionMNISTDir, "shots": "1,5", "queries": "15", "filters": "32", "iters": "1000",
+	"full": {"data": "fashion", "shots": "1,5", "queries": "15", "filters": "32", "iters": "1000",
 		"eval-every": "100", "curve-tasks": "200", "pretrain-steps": "1000"},
 }
 
 func main() {
-	c, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fail(err)
-	}
-	if _, err := run(c); err != nil {
-		fail(err)
-	}
+	experiment.Main("metalearn", parseFlags, func(c config) error {
+		_, err := run(c)
+		return err
+	})
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "metalearn:", err)
-	os.Exit(1)
-}
+var allMethods = []string{"itd", "aid", "aid-inc", "anil"}
 
-func parseFlags(args []string) (config, error) {
+// maxSize bounds the sizes (tasks, images, steps): far beyond the
+// paper's, a typo.
+const maxSize = 100_000
+
+// parseFlags reads and checks the command line, without doing any work.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("metalearn", flag.ContinueOnError)
 	var methods, shots string
 	fs.StringVar(&c.Mode, "mode", "quick", "quick: embedded data, reduced sizes, under three minutes on two cores; full: the full data set and the paper's sizes. The mode sets the flags marked (mode); any flag given overrides it")
-	fs.StringVar(&c.Data, "data", "embedded", `(mode) "embedded" for the Fashion-MNIST subset built in, or a folder holding the Fashion-MNIST IDX files (full: `+data.DefaultFashionMNISTDir+`)`)
+	fs.StringVar(&c.Data, "data", "embedded", "(mode) the images: "+experiment.DataHelp)
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: class split, initial backbone, tasks, minibatches")
 	fs.StringVar(&c.Out, "out", "out/metalearn", "folder for CSV, JSON, PNG output and checkpoints")
 	fs.StringVar(&methods, "methods", "itd,aid,aid-inc,anil", "meta-learning methods, comma-separated: itd (ITD-BiO), aid (AID-BiO, constant D), aid-inc (AID-BiO, D_k = ⌈c(k+1)^{1/4}⌉), anil; the random and pre-trained baselines run too unless -baselines=false")
@@ -146,71 +141,46 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.PretrainBatch, "pretrain-batch", 64, "images per pre-training step")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 200, "meta-iterations (or pre-training steps) between checkpoints")
 	fs.BoolVar(&c.Resume, "resume", false, "continue each run from its checkpoint in -out/checkpoints (runs without one start afresh; finished runs are not redone)")
-	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), "tasks processed in parallel")
-	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bars")
+	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("tasks processed in parallel, 1 to %d", experiment.MaxWorkers()))
+	fs.BoolVar(&c.Quiet, "quiet", false, "no progress report")
 	fs.BoolVar(&c.PlotCPU, "plot-cpu", false, "plot accuracy against training CPU time instead of wall time (fairer on a machine shared with other jobs)")
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the random and pre-trained baselines (false: the methods only, for tuning)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: metalearn [flags]\n\nMeta-trains a CNN backbone for few-shot classification with ITD-BiO, AID-BiO and ANIL\nand compares them with a random and a pre-trained backbone on the meta-test classes.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	experiment.Usage(fs, "metalearn", "Meta-trains a CNN backbone for few-shot classification with ITD-BiO, AID-BiO and ANIL\nand compares them with a random and a pre-trained backbone on the meta-test classes.", modes, nil)
+	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	var ck experiment.Check
+	ck.Data("data", c.Data)
+	ck.Out("out", c.Out)
+	c.Methods = ck.Names("methods", methods, allMethods)
+	c.Shots = ck.Ints("shots", shots, 1, 1000)
+	// The meta-test split has 2 base classes × 4 rotations.
+	ck.Int("ways", c.Ways, 2, 8)
+	for _, f := range []struct {
+		name   string
+		v, low int
+	}{{"queries", c.Queries, 1}, {"filters", c.Filters, 1}, {"iters", c.Iters, 0}, {"batch", c.Batch, 1}, {"steps", c.Steps, 1},
+		{"anil-steps", c.ANILSteps, 1}, {"cg", c.CG, 1}, {"eval-tasks", c.EvalTasks, 2}, {"eval-every", c.EvalEvery, 1},
+		{"curve-tasks", c.CurveSize, 2}, {"probe-steps", c.ProbeSteps, 0}, {"pretrain-steps", c.PretrainSteps, 0},
+		{"pretrain-batch", c.PretrainBatch, 1}, {"checkpoint-every", c.CheckpointEvery, 1}} {
+		ck.Int(f.name, f.v, f.low, maxSize)
 	}
-	defaults, ok := modes[c.Mode]
-	if !ok {
-		return c, fmt.Errorf("-mode %q: want quick or full", c.Mode)
+	ck.Float("lambda", c.Lambda, 0, 1e6)
+	ck.Float("max-seconds", c.MaxSeconds, 0, 1e9)
+	// D_k = ⌈c(k+1)^{1/4}⌉ inner steps: c beyond maxSize is a typo.
+	ck.Float("growth", c.Growth, 1e-3, maxSize)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"alpha", c.Alpha}, {"anil-alpha", c.ANILAlpha}, {"lr", c.LR}} {
+		ck.Positive(f.name, f.v)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, v := range defaults {
-		if !set[name] {
-			if name == "shots" {
-				shots = v
-				continue
-			}
-			if err := fs.Set(name, v); err != nil {
-				return c, err
-			}
-		}
+	if c.Backprop != "features" && c.Backprop != "direct" {
+		ck.Failf("backprop", "%q: give features or direct", c.Backprop)
 	}
-	c.Methods = strings.Split(methods, ",")
-	for _, m := range c.Methods {
-		if _, err := learnerSettings(c, m); err != nil {
-			return c, err
-		}
-	}
-	var err error
-	if c.Shots, err = parseInts(shots); err != nil {
-		return c, fmt.Errorf("-shots: %w", err)
-	}
-	switch {
-	case c.Ways < 2:
-		return c, fmt.Errorf("-ways %d: want at least 2", c.Ways)
-	case c.Queries < 1 || c.Filters < 1 || c.Batch < 1 || c.EvalTasks < 2 || c.EvalEvery < 1 || c.CurveSize < 2:
-		return c, fmt.Errorf("-queries, -filters, -batch, -eval-every must be ≥ 1 and -eval-tasks, -curve-tasks ≥ 2")
-	case c.Iters < 0 || c.PretrainSteps < 0 || c.ProbeSteps < 0 || c.CheckpointEvery < 1 || c.MaxSeconds < 0:
-		return c, fmt.Errorf("-iters, -pretrain-steps, -probe-steps, -max-seconds must be ≥ 0 and -checkpoint-every ≥ 1")
-	case c.Backprop != "features" && c.Backprop != "direct":
-		return c, fmt.Errorf("-backprop %q: want features or direct", c.Backprop)
-	}
+	ck.Workers("workers", c.Workers)
 	c.CurveSize = min(c.CurveSize, c.EvalTasks)
-	return c, nil
-}
-
-func parseInts(s string) ([]int, error) {
-	var r []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("%q is not a list of positive integers", s)
-		}
-		r = append(r, v)
-	}
-	return r, nil
+	return c, ck.Err()
 }
 
 // cnnSettings are the backbone's settings.
@@ -235,7 +205,7 @@ func learnerSettings(c config, method string) (meta.Settings, error) {
 	case "anil":
 		s.Method, s.Steps, s.Alpha, s.FirstOrder = meta.ANIL, c.ANILSteps, c.ANILAlpha, c.FirstOrder
 	default:
-		return s, fmt.Errorf("-methods: unknown method %q (want itd, aid, aid-inc or anil)", method)
+		return s, fmt.Errorf("-methods: unknown method %q (give some of %s)", method, strings.Join(allMethods, ", "))
 	}
 	return s, nil
 }
@@ -267,6 +237,10 @@ type resultRow struct {
 	SecPerIter      float64 // median wall time of a meta-iteration
 	CPUPerIter      float64 // median CPU time of a meta-iteration (unaffected by other load)
 	Note            string
+	// Error says why the method's training stopped (a non-finite
+	// meta-gradient, say); its other figures are then those of the last
+	// iteration reached, not a result.
+	Error string `json:",omitempty"`
 }
 
 // runCheckpoint is the checkpoint of one training run: everything needed
@@ -281,8 +255,8 @@ type runCheckpoint struct {
 	Final      *resultRow
 }
 
-// experiment is one N-way K-shot setting.
-type experiment struct {
+// setting is one N-way K-shot experiment.
+type setting struct {
 	c                config
 	name             string // "5w1s"
 	shots            int
@@ -304,10 +278,11 @@ func run(c config) (map[string]any, error) {
 	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
 		return nil, err
 	}
-	train, test, err := loadData(c.Data)
+	images, err := experiment.LoadImages(c.Data)
 	if err != nil {
 		return nil, err
 	}
+	train, test := images.Train, images.Test
 	split, err := data.SplitClasses(10, c.Seed, 6, 2, 2)
 	if err != nil {
 		return nil, err
@@ -329,9 +304,10 @@ func run(c config) (map[string]any, error) {
 	phi0 := l0.Backbone()
 
 	result := map[string]any{}
-	var all []*experiment
+	var all []*setting
+	var failed []string
 	for _, k := range c.Shots {
-		e := &experiment{c: c, name: fmt.Sprintf("%dw%ds", c.Ways, k), shots: k, ckptDir: ckptDir, pretrained: pre, phi0: phi0,
+		e := &setting{c: c, name: fmt.Sprintf("%dw%ds", c.Ways, k), shots: k, ckptDir: ckptDir, pretrained: pre, phi0: phi0,
 			train: &meta.Tasks{Data: train, Base: split[0], Ways: c.Ways, Shots: k, Queries: c.Queries, Seed: c.Seed*1000 + uint64(k)},
 			test:  &meta.Tasks{Data: test, Base: split[2], Ways: c.Ways, Shots: k, Queries: c.Queries, Seed: c.Seed*1000 + 500 + uint64(k)}}
 		for _, ts := range []*meta.Tasks{e.train, e.test} {
@@ -352,6 +328,10 @@ func run(c config) (map[string]any, error) {
 		all = append(all, e)
 		for _, r := range e.results {
 			key := e.name + "_" + strings.ReplaceAll(r.Method, "-", "_")
+			if r.Error != "" {
+				failed = append(failed, key)
+				continue
+			}
 			result[key+"_acc"] = round(r.Accuracy, 4)
 			result[key+"_ci95"] = round(r.CI95, 4)
 			if r.SecPerIter > 0 {
@@ -363,9 +343,10 @@ func run(c config) (map[string]any, error) {
 	if err := write(path, c, all); err != nil {
 		return nil, err
 	}
+	failErr := experiment.Failed(result, failed, len(c.Methods)*len(c.Shots))
 	result["seconds"] = round(time.Since(start).Seconds(), 1)
 	report.Result(os.Stdout, result)
-	return result, nil
+	return result, failErr
 }
 
 func round(v float64, digits int) float64 {
@@ -373,25 +354,14 @@ func round(v float64, digits int) float64 {
 	return math.Round(v*p) / p
 }
 
-func loadData(dir string) (train, test *data.Dataset, err error) {
-	if dir == "embedded" {
-		return data.EmbeddedFashionMNIST()
-	}
-	return data.LoadFashionMNIST(dir)
-}
-
-// progress returns a progress bar, or one drawing nowhere with -quiet.
+// progress returns a progress report on standard error, or none with
+// -quiet.
 func progress(c config, label string, total int) *report.Progress {
-	p := report.NewProgress(label, total)
 	if c.Quiet {
-		p.W = nopWriter{}
+		return nil
 	}
-	return p
+	return report.NewProgress(os.Stderr, label, total)
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(b []byte) (int, error) { return len(b), nil }
 
 // pretrainCheckpoint is the checkpoint of the pre-trained baseline.
 type pretrainCheckpoint struct {
@@ -473,7 +443,7 @@ type baselinesCheckpoint struct {
 
 // baselines evaluates a head on the random and on the pre-trained
 // backbone (or, with -resume, reloads the results).
-func (e *experiment) baselines(preSec float64) error {
+func (e *setting) baselines(preSec float64) error {
 	c := e.c
 	key := fmt.Sprintf("%s baselines data=%s seed=%d filters=%d queries=%d lambda=%g eval-tasks=%d probe-steps=%d alpha=%g pretrain-steps=%d pretrain-batch=%d lr=%g",
 		e.name, c.Data, c.Seed, c.Filters, c.Queries, c.Lambda, c.EvalTasks, c.ProbeSteps, c.Alpha, c.PretrainSteps, c.PretrainBatch, c.LR)
@@ -524,7 +494,7 @@ func (e *experiment) baselines(preSec float64) error {
 
 // trainMethod meta-trains one method (continuing from its checkpoint with
 // -resume), then evaluates it on the test tasks.
-func (e *experiment) trainMethod(method string) error {
+func (e *setting) trainMethod(method string) error {
 	c := e.c
 	s, err := learnerSettings(c, method)
 	if err != nil {
@@ -603,7 +573,13 @@ func (e *experiment) trainMethod(method string) error {
 		cpu0 := cpuSeconds()
 		st, err := l.Step(tasks)
 		if err != nil {
-			return err
+			// The method failed: reported as such, and the others go on.
+			msg := fmt.Sprintf("failed at iteration %d: %v", k, err)
+			fmt.Printf("%s %-10s %s\n", e.name, method, msg)
+			e.trainLog = append(e.trainLog, ck.Train...)
+			e.curve = append(e.curve, ck.Curve...)
+			e.results = append(e.results, resultRow{Setting: e.name, Method: method, Iters: k, TrainSeconds: ck.Seconds, Error: msg})
+			return nil
 		}
 		cpu := cpuSeconds() - cpu0
 		ck.Seconds += st.Seconds
@@ -649,7 +625,7 @@ func evalSteps(l *meta.Learner) int {
 	return l.InnerSteps(l.State().Iter)
 }
 
-func (e *experiment) collect(ck runCheckpoint) {
+func (e *setting) collect(ck runCheckpoint) {
 	e.trainLog = append(e.trainLog, ck.Train...)
 	e.curve = append(e.curve, ck.Curve...)
 	e.results = append(e.results, *ck.Final)
@@ -677,7 +653,7 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
-func write(path func(string) string, c config, all []*experiment) error {
+func write(path func(string) string, c config, all []*setting) error {
 	tl := report.Table{Columns: []string{"setting", "method", "iter", "inner_steps", "seconds", "cpu_seconds", "loss", "accuracy", "grad_norm", "iter_seconds", "iter_cpu_seconds"}}
 	cv := report.Table{Columns: []string{"setting", "method", "iter", "seconds", "cpu_seconds", "accuracy", "ci95"}}
 	rs := report.Table{Columns: []string{"setting", "method", "accuracy", "ci95", "tasks", "iters", "train_seconds", "sec_per_iter", "cpu_sec_per_iter", "note"}}
@@ -690,7 +666,11 @@ func write(path func(string) string, c config, all []*experiment) error {
 			cv.Add(r.Setting, r.Method, r.Iter, r.Seconds, r.CPUSeconds, r.Accuracy, r.CI95)
 		}
 		for _, r := range e.results {
-			rs.Add(r.Setting, r.Method, r.Accuracy, r.CI95, r.Tasks, r.Iters, r.TrainSeconds, r.SecPerIter, r.CPUPerIter, r.Note)
+			note := r.Note
+			if r.Error != "" {
+				note = "FAILED " + r.Error
+			}
+			rs.Add(r.Setting, r.Method, r.Accuracy, r.CI95, r.Tasks, r.Iters, r.TrainSeconds, r.SecPerIter, r.CPUPerIter, note)
 		}
 		results = append(results, e.results...)
 		if err := e.plots(path); err != nil {
@@ -709,7 +689,7 @@ func write(path func(string) string, c config, all []*experiment) error {
 // over 20 iterations) and the meta-test accuracy of every method against
 // training time (wall, or CPU with -plot-cpu), the baselines as flat lines
 // on the second.
-func (e *experiment) plots(path func(string) string) error {
+func (e *setting) plots(path func(string) string) error {
 	var train, test []report.Series
 	tmax := 1.0
 	xlabel := "training seconds (wall)"
@@ -729,8 +709,12 @@ func (e *experiment) plots(path func(string) string) error {
 		tt = func(r trainRow) float64 { return cpu[[2]string{r.Setting, r.Method}][r.Iter] }
 		tc = func(r curveRow) float64 { return cpu[[2]string{r.Setting, r.Method}][r.Iter-1] }
 	}
+	failures := map[string]string{}
+	for _, r := range e.results {
+		failures[r.Method] = r.Error
+	}
 	for _, m := range e.c.Methods {
-		s := report.Series{Name: m}
+		s := report.Series{Name: m, Note: failures[m]}
 		var accs []float64
 		for _, r := range e.trainLog {
 			if r.Method == m {
@@ -740,7 +724,7 @@ func (e *experiment) plots(path func(string) string) error {
 			}
 		}
 		train = append(train, s)
-		s = report.Series{Name: m}
+		s = report.Series{Name: m, Note: failures[m]}
 		for _, r := range e.curve {
 			if r.Method == m {
 				s.X, s.Y = append(s.X, tc(r)), append(s.Y, r.Accuracy)
@@ -750,13 +734,14 @@ func (e *experiment) plots(path func(string) string) error {
 	}
 	for _, r := range e.results {
 		if r.Method == "random" || r.Method == "pretrained" {
-			test = append(test, report.Series{Name: r.Method + " backbone", X: []float64{0, tmax}, Y: []float64{r.Accuracy, r.Accuracy}})
+			test = append(test, report.Series{Name: r.Method + " backbone", X: []float64{0, tmax}, Y: []float64{r.Accuracy, r.Accuracy}, Reference: true})
 		}
 	}
-	if err := report.LinePlot(path("train_accuracy_"+e.name+".png"), e.name+": meta-train accuracy (running mean of 20 batches)",
-		xlabel, "query accuracy", false, train...); err != nil {
+	pl := report.Plot{Title: e.name + ": meta-train accuracy (running mean of 20 batches)", XLabel: xlabel, YLabel: "query accuracy",
+		XScale: report.Linear, YScale: report.Linear, Series: train}
+	if err := pl.Save(path("train_accuracy_" + e.name + ".png")); err != nil {
 		return err
 	}
-	return report.LinePlot(path("test_accuracy_"+e.name+".png"), fmt.Sprintf("%s: meta-test accuracy (%d tasks; baselines on %d)", e.name, e.c.CurveSize, e.c.EvalTasks),
-		xlabel, "query accuracy", false, test...)
+	pl.Title, pl.Series = fmt.Sprintf("%s: meta-test accuracy (%d tasks; baselines on %d)", e.name, e.c.CurveSize, e.c.EvalTasks), test
+	return pl.Save(path("test_accuracy_" + e.name + ".png"))
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/examples/clitest"
 	"github.com/gobilevel/bilevel/meta"
 )
 
@@ -22,8 +23,8 @@ func TestQuickMode(t *testing.T) {
 		t.Skip("meta-trains for a few seconds")
 	}
 	out := t.TempDir()
-	c, err := parseFlags([]string{"-quiet", "-out", out, "-methods", "itd", "-iters", "60", "-eval-every", "30",
-		"-eval-tasks", "200", "-curve-tasks", "50", "-pretrain-steps", "20", "-pretrain-batch", "32"})
+	c, err := parse("-quiet", "-out", out, "-methods", "itd", "-iters", "60", "-eval-every", "30",
+		"-eval-tasks", "200", "-curve-tasks", "50", "-pretrain-steps", "20", "-pretrain-batch", "32")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +55,8 @@ func TestResume(t *testing.T) {
 	}
 	args := func(out string, extra ...string) config {
 		t.Helper()
-		c, err := parseFlags(append([]string{"-quiet", "-out", out, "-methods", "aid", "-filters", "4", "-queries", "2",
-			"-eval-every", "2", "-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false", "-checkpoint-every", "2"}, extra...))
+		c, err := parse(append([]string{"-quiet", "-out", out, "-methods", "aid", "-filters", "4", "-queries", "2",
+			"-eval-every", "2", "-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false", "-checkpoint-every", "2"}, extra...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,33 +105,57 @@ func readCk(t *testing.T, path string, v *runCheckpoint) {
 	}
 }
 
+// parse parses a command line into a fresh flag set.
+func parse(args ...string) (config, error) {
+	fs := flag.NewFlagSet("metalearn", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return parseFlags(fs, args)
+}
+
+// TestFlags: the modes, -h, and bad values refused before any work with a
+// message naming the flag; among them the reproductions of issue 17
+// (-max-seconds NaN and -growth NaN ran the whole job, -workers -3 and
+// 100000 and a repeated method were accepted).
 func TestFlags(t *testing.T) {
-	c, err := parseFlags([]string{"-mode", "full", "-iters", "7"})
+	c, err := parse("-mode", "full", "-iters", "7", "-data", "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Filters != 32 || c.Queries != 15 || len(c.Shots) != 2 || c.Iters != 7 || c.Data == "embedded" {
-		t.Errorf("-mode full gave %+v; want the full sizes with -iters 7 kept", c)
+	if c.Filters != 32 || c.Queries != 15 || len(c.Shots) != 2 || c.Iters != 7 || c.Data != "embedded" {
+		t.Errorf("-mode full gave %+v; want the full sizes with -iters 7 and -data kept", c)
 	}
-	for _, bad := range [][]string{{"-mode", "slow"}, {"-methods", "maml"}, {"-shots", "0"}, {"-backprop", "both"}, {"-ways", "1"}} {
-		if _, err := parseFlags(bad); err == nil {
-			t.Errorf("parseFlags(%q) accepted", bad)
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-mode", "slow"}, "-mode"}, {[]string{"-methods", "maml"}, "-methods"}, {[]string{"-shots", "0"}, "-shots"},
+		{[]string{"-backprop", "both"}, "-backprop"}, {[]string{"-ways", "1"}, "-ways 1"},
+		{[]string{"-max-seconds", "NaN"}, "-max-seconds NaN"}, {[]string{"-growth", "NaN"}, "-growth NaN"},
+		{[]string{"-workers", "-3"}, "-workers -3"}, {[]string{"-workers", "100000"}, "-workers 100000"},
+		{[]string{"-methods", "itd,itd"}, "-methods"}, {[]string{"-lr", "0"}, "-lr 0"}, {[]string{"-alpha", "Inf"}, "-alpha"},
+		{[]string{"-iters", "-1"}, "-iters -1"}, {[]string{"-eval-tasks", "1"}, "-eval-tasks 1"},
+	} {
+		if _, err := parse(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: error %v; want one naming %s", bad.args, err, bad.want)
 		}
 	}
 	// -h documents every flag.
-	old := os.Stderr
-	r, w, _ := os.Pipe()
-	os.Stderr = w
-	_, err = parseFlags([]string{"-h"})
-	w.Close()
-	os.Stderr = old
-	help, _ := io.ReadAll(r)
-	if !errors.Is(err, flag.ErrHelp) {
+	var help strings.Builder
+	fs := flag.NewFlagSet("metalearn", flag.ContinueOnError)
+	fs.SetOutput(&help)
+	if _, err := parseFlags(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: error %v", err)
 	}
 	for _, name := range []string{"mode", "data", "seed", "out", "methods", "shots", "resume", "checkpoint-every", "backprop", "eval-tasks"} {
-		if !strings.Contains(string(help), "-"+name) {
+		if !strings.Contains(help.String(), "-"+name) {
 			t.Errorf("-h does not document -%s", name)
 		}
 	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }

@@ -127,29 +127,34 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	rs, seeds = get("r"), get("seeds")
-	var err error
-	if c.Rs, err = experiment.Floats(rs); err != nil || len(c.Rs) == 0 {
-		return c, fmt.Errorf("-r %q: want a comma-separated list of scales", rs)
+	var ck experiment.Check
+	ck.Int("train", c.Train, 1, experiment.MaxSamples)
+	ck.Int("val", c.Val, 1, experiment.MaxSamples)
+	ck.Int("p", c.P, 1, experiment.MaxElements)
+	if n := int64(c.Train + c.Val); c.P > 0 && n > 0 && n*int64(c.P) > experiment.MaxElements {
+		ck.Add(fmt.Errorf("-p %d: %d features for %d samples (-train plus -val) are %d values, more than %d (1 GiB): give at most %d features",
+			c.P, c.P, n, n*int64(c.P), experiment.MaxElements, experiment.MaxElements/n))
 	}
-	if c.Seeds, err = experiment.Seeds(seeds); err != nil {
-		return c, err
-	}
-	c.Methods = experiment.Strings(methodList)
-	for _, m := range c.Methods {
-		if _, ok := methods[m]; !ok {
-			return c, fmt.Errorf("-methods: unknown method %q (want %s)", m, strings.Join(allMethods, ", "))
+	c.Rs = ck.Floats("r", rs, 0, 1e6)
+	for _, r := range c.Rs {
+		if r == 0 {
+			ck.Failf("r", "%q: give positive scales r'", rs)
+			break
 		}
 	}
+	c.Seeds = ck.Seeds("seeds", seeds)
+	c.Methods = ck.Names("methods", methodList, allMethods)
+	ck.Int("iters", c.Iters, 1, experiment.MaxIters)
+	ck.Int("points", c.Points, 1, experiment.MaxPoints)
+	ck.Int("ref-iters", c.RefIters, 0, experiment.MaxIters)
+	ck.Out("out", c.Out)
 	c.Params = defaultParams.Clone()
 	if err := c.Params.Set(set); err != nil {
-		return c, err
+		ck.Add(err)
+	} else {
+		ck.Add(c.Params.Positive("outer")) // SGD's step has no default
 	}
-	if c.Train <= 0 || c.Val <= 0 || c.P <= 0 || c.Iters <= 0 || c.Points <= 0 || c.RefIters < 0 {
-		return c, fmt.Errorf("-train, -val, -p, -iters and -points must be positive")
-	}
-	return c, nil
+	return c, ck.Err()
 }
 
 type runRow struct {
@@ -182,16 +187,12 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	}
 	out := &outcome{Refs: map[string]float64{}, Result: map[string]any{}}
 	traces := report.Table{Columns: []string{"r", "method", "seed", "iter", "time_s", "oracle_calls", "calls_gradg", "calls_gradf", "calls_hvp", "calls_mixed", "phi", "subopt", "rel_subopt", "val_loss"}}
-	var bar *report.Progress
+	var w io.Writer
 	if !c.Quiet {
-		bar = report.NewProgress("nbo", len(c.Rs)*len(c.Seeds)*(len(c.Methods)+1))
-		bar.W = stderr
+		w = stderr
 	}
-	step := func(s string) {
-		if bar != nil {
-			bar.Step(s)
-		}
-	}
+	step := report.NewProgress(w, "nbo", len(c.Rs)*len(c.Seeds)*(len(c.Methods)+1)).Step
+	var failed []string
 	all := map[string][]*experiment.Trace{}
 	for _, r := range c.Rs {
 		for _, seed := range c.Seeds {
@@ -221,6 +222,9 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				tr := trs[i]
 				row := e.finish(name, tr)
 				out.Runs = append(out.Runs, row)
+				if tr.Err != nil {
+					failed = append(failed, fmt.Sprintf("r%g_%s_seed%d", r, name, seed))
+				}
 				all[fmt.Sprintf("%g|%s", r, name)] = append(all[fmt.Sprintf("%g|%s", r, name)], tr)
 				for _, pt := range tr.Points {
 					m, k := pt.Metrics, pt.Calls
@@ -246,25 +250,31 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				series = append(series, experiment.MedianSeries(methods[name].name, all[fmt.Sprintf("%g|%s", r, name)], axis, "subopt"))
 			}
 			name := map[experiment.Axis]string{experiment.Iters: "iters", experiment.Seconds: "time", experiment.Oracles: "oracles"}[axis]
-			title := fmt.Sprintf("synthetic logistic problem, r' = %g, p = %d", r, c.P)
-			if err := report.LinePlot(path(fmt.Sprintf("r%g_subopt_vs_%s.png", r, name)), title, axis.Label(), "Φ(λ) − Φ*", experiment.WideRange(series), series...); err != nil {
+			pl := report.Plot{Title: fmt.Sprintf("synthetic logistic problem, r' = %g, p = %d", r, c.P), XLabel: axis.Label(),
+				YLabel: "Φ(λ) − Φ*", Series: series}
+			if err := pl.Save(path(fmt.Sprintf("r%g_subopt_vs_%s.png", r, name))); err != nil {
 				return nil, err
 			}
 		}
 	}
 	summarize(c, out)
 	for _, r := range out.Runs {
-		if r.Seed == c.Seeds[0] {
+		switch {
+		case r.Seed != c.Seeds[0]:
+		case r.Error != "":
+			fmt.Fprintf(stdout, "r'=%-4g %-22s FAILED at iteration %d: %s\n", r.R, methods[r.Method].name, r.Iters, r.Error)
+		default:
 			fmt.Fprintf(stdout, "r'=%-4g %-22s Φ−Φ* %.3e (relative %.2e) after %d iterations, %.2fs, %d oracle calls; 1e-3 relative reached at iteration %d\n",
 				r.R, methods[r.Method].name, r.Subopt, r.RelSubopt, r.Iters, r.Seconds, r.Oracles, r.ItersTo3)
 		}
 	}
+	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "references": out.Refs, "result": out.Result}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
-	return out, nil
+	return out, failErr
 }
 
 type setup struct {
@@ -344,7 +354,7 @@ func (e *setup) finish(name string, tr *experiment.Trace) runRow {
 		pt.Metrics["subopt"], pt.Metrics["rel_subopt"] = sub, sub/(e.phi0-e.phiStar)
 	}
 	last := tr.Last()
-	row := runRow{R: e.r, Method: name, Seed: e.seed, Iters: last.Iter, Seconds: last.Seconds, Oracles: last.Oracles,
+	row := runRow{R: e.r, Method: name, Seed: e.seed, Iters: tr.State.Iter, Seconds: last.Seconds, Oracles: last.Oracles,
 		Subopt: last.Metrics["subopt"], RelSubopt: last.Metrics["rel_subopt"], ItersTo3: -1, SecondsTo3: math.NaN()}
 	for _, pt := range tr.Points {
 		if pt.Metrics["rel_subopt"] <= 1e-3 {
@@ -363,10 +373,13 @@ func summarize(c config, out *outcome) {
 		for _, name := range c.Methods {
 			var sub, it []float64
 			for _, row := range out.Runs {
-				if row.R == r && row.Method == name {
+				if row.R == r && row.Method == name && row.Error == "" {
 					sub = append(sub, row.RelSubopt)
 					it = append(it, float64(row.ItersTo3))
 				}
+			}
+			if len(sub) == 0 {
+				continue // every run failed: in the key "failed"
 			}
 			out.Result[fmt.Sprintf("r%g_%s_rel_subopt", r, name)] = experiment.MedianOf(sub)
 			out.Result[fmt.Sprintf("r%g_%s_iters_to_1e-3", r, name)] = experiment.MedianOf(it)

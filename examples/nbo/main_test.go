@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestQuick runs the quick mode (4000/1000 samples, r' = 1, 400
@@ -50,4 +53,38 @@ func TestQuick(t *testing.T) {
 			t.Errorf("output %s missing or empty", f)
 		}
 	}
+}
+
+// TestFlags: bad values are errors naming the flag, before any work;
+// among them the reproductions of issue 17 (-p 100000, -r 0).
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", "100000"}, "-p 100000"},
+		{[]string{"-p", "0"}, "-p 0"},
+		{[]string{"-r", "0"}, "-r"},
+		{[]string{"-r", "NaN"}, "-r"},
+		{[]string{"-r", ""}, "-r"},
+		{[]string{"-iters", "0"}, "-iters 0"},
+		{[]string{"-train", "-3"}, "-train -3"},
+		{[]string{"-methods", "nbo1,nbo1"}, "-methods"},
+		{[]string{"-set", "soba.outer=0"}, "-set soba.outer=0"},
+		{[]string{"-set", "soba.inner=NaN"}, "-set"},
+		{[]string{"-seeds", "x"}, "-seeds"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }

@@ -138,44 +138,43 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
-	get := func(name string) string { return fs.Lookup(name).Value.String() }
-	seeds, dims = get("seeds"), get("dims")
-	c.Problems = experiment.Strings(problems)
-	for _, p := range c.Problems {
-		if p != "pl" && p != "sensing" {
-			return c, fmt.Errorf("-problem: unknown problem %q (want pl, sensing)", p)
-		}
-	}
-	c.Methods = experiment.Strings(methodList)
-	for _, m := range c.Methods {
-		if _, ok := names[m]; !ok {
-			return c, fmt.Errorf("-methods: unknown method %q (want %s)", m, strings.Join(allMethods, ", "))
-		}
-	}
-	var err error
-	if c.Seeds, err = experiment.Seeds(seeds); err != nil {
-		return c, err
-	}
-	if c.Dims, err = experiment.Ints(dims); err != nil {
-		return c, err
-	}
-	switch {
-	case c.PLIters <= 0 || c.SIters <= 0 || c.Points <= 0 || c.Batch <= 0:
-		return c, fmt.Errorf("-pl-iters, -s-iters, -points and -batch must be positive")
-	case c.PLL < 1 || c.PLL > c.PLDim || c.PLN < c.Batch:
-		return c, fmt.Errorf("-pl-l must be in [1, -pl-d] and -pl-n at least -batch")
-	case !(c.PLMu > 0 && c.PLMax >= c.PLMu) || !(c.PLRate > 0) || !(c.SRate > 0):
-		return c, fmt.Errorf("need 0 < -pl-mu ≤ -pl-L and positive step sizes")
-	case c.Rank < 2:
-		return c, fmt.Errorf("-rank must be at least 2 (x holds r−1 columns)")
-	}
+	var ck experiment.Check
+	c.Problems = ck.Names("problem", problems, []string{"pl", "sensing"})
+	c.Methods = ck.Names("methods", methodList, allMethods)
+	c.Seeds = ck.Seeds("seeds", seeds)
+	ck.Int("points", c.Points, 1, experiment.MaxPoints)
+	ck.Int("batch", c.Batch, 1, experiment.MaxSamples)
+	ck.Int("pl-iters", c.PLIters, 1, experiment.MaxIters)
+	ck.Int("s-iters", c.SIters, 1, experiment.MaxIters)
+	ck.Int("pl-d", c.PLDim, 1, maxPLDim)
+	ck.Int("pl-l", c.PLL, 1, max(1, c.PLDim))
+	ck.Int("pl-n", c.PLN, max(1, c.Batch), max(1, c.Batch, experiment.MaxElements/max(1, c.PLDim)))
+	ck.Positive("pl-mu", c.PLMu)
+	ck.Float("pl-L", c.PLMax, c.PLMu, math.MaxFloat64)
+	ck.Positive("pl-lr", c.PLRate)
+	ck.Positive("s-lr", c.SRate)
+	ck.Positive("mu", mgMu)
+	// Sensing with dimension d holds 40d³ numbers (n = 20d samples of two
+	// d×d matrices), and its minibatches come from 8d of them.
+	c.Dims = ck.Ints("dims", dims, max(2, (c.Batch+7)/8), maxSensingDim)
+	ck.Int("rank", c.Rank, 2, maxSensingDim)
 	for _, d := range c.Dims {
-		if d < 2 || 8*d < c.Batch {
-			return c, fmt.Errorf("-dims: %d is too small", d)
+		if c.Rank > d && c.Rank <= maxSensingDim {
+			ck.Failf("rank", "%d exceeds the dimension %d of -dims: give a rank from 2 to the smallest dimension", c.Rank, d)
+			break
 		}
 	}
-	return c, nil
+	ck.Duration("cap", c.Cap, true)
+	ck.Out("out", c.Out)
+	return c, ck.Err()
 }
+
+// Largest dimensions: the PL game's d×d matrices, and the 40d³ numbers of
+// sensing within experiment.MaxElements.
+const (
+	maxPLDim      = 2000
+	maxSensingDim = 149
+)
 
 type runRow struct {
 	Problem string
@@ -211,11 +210,12 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		}
 		total += k * len(c.Seeds) * len(c.Methods)
 	}
-	var bar *report.Progress
+	var w io.Writer
 	if !c.Quiet {
-		bar = report.NewProgress("nonconvex", total)
-		bar.W = stderr
+		w = stderr
 	}
+	bar := report.NewProgress(w, "nonconvex", total)
+	var failed []string
 	all := map[string][]*experiment.Trace{}
 	for _, prob := range c.Problems {
 		dims := []int{c.PLDim}
@@ -255,15 +255,14 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 					}
 					if tr.Err != nil {
 						row.Error = tr.Err.Error()
+						failed = append(failed, fmt.Sprintf("%s_d%d_%s_seed%d", prob, d, name, seed))
 					}
 					out.Runs = append(out.Runs, row)
 					for _, pt := range tr.Points {
 						m := pt.Metrics
 						traces.Add(prob, d, name, seed, pt.Iter, pt.Seconds, pt.Oracles, pt.Calls.Dense, m["grad_norm"], m["rel_err"], m["loss"])
 					}
-					if bar != nil {
-						bar.Step(fmt.Sprintf("%s d=%d seed %d %s: %s", prob, d, seed, name, tr.Describe()))
-					}
+					bar.Step(fmt.Sprintf("%s d=%d seed %d %s: %s", prob, d, seed, name, tr.Describe()))
 				}
 			}
 		}
@@ -286,23 +285,23 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		if r.Seed != c.Seeds[0] {
 			continue
 		}
-		msg := ""
-		if r.Error != "" {
-			msg = "  stopped: " + r.Error
-		}
-		if r.Problem == "pl" {
-			fmt.Fprintf(stdout, "pl d=%d %-10s ‖∇Φ‖ %.3e after %d iterations, %.2fs%s\n", r.D, names[r.Method], r.GradNorm, r.Iters, r.Seconds, msg)
-		} else {
-			fmt.Fprintf(stdout, "sensing d=%d %-10s relative error %.3e (best %.3e), loss %.3e after %d iterations, %.2fs%s\n",
-				r.D, names[r.Method], r.RelErr, r.BestRelErr, r.Loss, r.Iters, r.Seconds, msg)
+		switch {
+		case r.Error != "":
+			fmt.Fprintf(stdout, "%s d=%d %-10s FAILED at iteration %d: %s\n", r.Problem, r.D, names[r.Method], r.Iters, r.Error)
+		case r.Problem == "pl":
+			fmt.Fprintf(stdout, "pl d=%d %-10s ‖∇Φ‖ %.3e after %d iterations, %.2fs\n", r.D, names[r.Method], r.GradNorm, r.Iters, r.Seconds)
+		default:
+			fmt.Fprintf(stdout, "sensing d=%d %-10s relative error %.3e (best %.3e), loss %.3e after %d iterations, %.2fs\n",
+				r.D, names[r.Method], r.RelErr, r.BestRelErr, r.Loss, r.Iters, r.Seconds)
 		}
 	}
+	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "result": out.Result}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
-	return out, nil
+	return out, failErr
 }
 
 // newProblem builds one problem instance, its starting point and its
@@ -363,8 +362,8 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 						title = fmt.Sprintf("matrix sensing, d = %d, r = %d", d, c.Rank)
 					}
 					an := map[experiment.Axis]string{experiment.Iters: "iters", experiment.Seconds: "time"}[axis]
-					file := fmt.Sprintf("%s_d%d_%s_vs_%s.png", prob, d, m.key, an)
-					if err := report.LinePlot(path(file), title, axis.Label(), m.label, experiment.WideRange(series), series...); err != nil {
+					pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: m.label, Series: series}
+					if err := pl.Save(path(fmt.Sprintf("%s_d%d_%s_vs_%s.png", prob, d, m.key, an))); err != nil {
 						return err
 					}
 				}
@@ -374,16 +373,10 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 	return nil
 }
 
+// summarize fills the result line with medians over the seeds whose run
+// succeeded; a method whose runs all failed has no figure (its runs are in
+// the key "failed").
 func summarize(c config, out *outcome) {
-	med := func(prob string, d int, name string, get func(runRow) float64) float64 {
-		var v []float64
-		for _, r := range out.Runs {
-			if r.Problem == prob && r.D == d && r.Method == name {
-				v = append(v, get(r))
-			}
-		}
-		return experiment.MedianOf(v)
-	}
 	for _, prob := range c.Problems {
 		dims := []int{c.PLDim}
 		if prob == "sensing" {
@@ -391,11 +384,24 @@ func summarize(c config, out *outcome) {
 		}
 		for _, d := range dims {
 			for _, name := range c.Methods {
-				if prob == "pl" {
-					out.Result[fmt.Sprintf("pl_%s_grad_norm", name)] = med(prob, d, name, func(r runRow) float64 { return r.GradNorm })
-				} else {
-					out.Result[fmt.Sprintf("sensing_d%d_%s_rel_err", d, name)] = med(prob, d, name, func(r runRow) float64 { return r.RelErr })
+				var v []float64
+				for _, r := range out.Runs {
+					if r.Problem == prob && r.D == d && r.Method == name && r.Error == "" {
+						val := r.RelErr
+						if prob == "pl" {
+							val = r.GradNorm
+						}
+						v = append(v, val)
+					}
 				}
+				if len(v) == 0 {
+					continue
+				}
+				key := fmt.Sprintf("sensing_d%d_%s_rel_err", d, name)
+				if prob == "pl" {
+					key = fmt.Sprintf("pl_%s_grad_norm", name)
+				}
+				out.Result[key] = experiment.MedianFinite(v)
 			}
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestQuick runs the quick mode and checks, with margins, what
@@ -59,4 +61,38 @@ func TestQuick(t *testing.T) {
 			t.Errorf("output %s missing or empty", f)
 		}
 	}
+}
+
+// TestFlags: bad values are errors naming the flag, before any work;
+// among them the reproductions of issue 17 (-mu NaN, -cap -1s).
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-methods", "mgbio", "-mu", "NaN"}, "-mu NaN"},
+		{[]string{"-cap", "-1s"}, "-cap -1s"},
+		{[]string{"-methods", ""}, "-methods"},
+		{[]string{"-problem", "pl,pl"}, "-problem"},
+		{[]string{"-pl-l", "60"}, "-pl-l 60"},
+		{[]string{"-pl-mu", "2", "-pl-L", "1"}, "-pl-L 1"},
+		{[]string{"-pl-lr", "Inf"}, "-pl-lr"},
+		{[]string{"-dims", "1000"}, "-dims"},
+		{[]string{"-rank", "40", "-dims", "30"}, "-rank"},
+		{[]string{"-batch", "0"}, "-batch 0"},
+		{[]string{"-pl-iters", "-1"}, "-pl-iters -1"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }

@@ -24,13 +24,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/gobilevel/bilevel/data"
 	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
@@ -49,33 +48,43 @@ type config struct {
 	quiet    bool
 }
 
+var allProblems = []string{"quadratic", "quadratic-stochastic", "cleaning"}
+
 func main() {
+	experiment.Main("solvers", parseFlags, func(c config) error {
+		_, err := run(c, os.Stdout, os.Stderr)
+		return err
+	})
+}
+
+// parseFlags reads and checks the command line, without doing any work.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var problems, methods string
-	flag.StringVar(&problems, "problem", "quadratic,quadratic-stochastic,cleaning", "problems, comma-separated: quadratic, quadratic-stochastic, cleaning")
-	flag.StringVar(&methods, "methods", "all", "methods, comma-separated, or all: "+strings.Join(methodNames(), ", "))
-	flag.IntVar(&c.iters, "iters", 1000, "outer iterations per method (the budget; hyper-cleaning runs a fifth of it)")
-	flag.StringVar(&c.dataDir, "data", "embedded", `"embedded" for the Fashion-MNIST subset built in, or a folder holding the Fashion-MNIST IDX files`)
-	flag.IntVar(&c.train, "train", 500, "hyper-cleaning: training samples (the lower level); as many validation samples")
-	seed := flag.Uint64("seed", 1, "random seed (problem generation and minibatches)")
-	flag.StringVar(&c.out, "out", "out/solvers", "folder for CSV, JSON and PNG output")
-	flag.BoolVar(&c.quiet, "quiet", false, "no progress bar")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "Usage: solvers [flags]\n\nRuns bilevel methods side by side on problems with a known answer.\n\nFlags:\n")
-		flag.PrintDefaults()
+	fs.StringVar(&problems, "problem", strings.Join(allProblems, ","), "problems, comma-separated: "+strings.Join(allProblems, ", "))
+	fs.StringVar(&methods, "methods", "all", "methods, comma-separated, or all: "+strings.Join(methodNames(), ", "))
+	fs.IntVar(&c.iters, "iters", 1000, "outer iterations per method, at least 1 (the budget; hyper-cleaning runs a fifth of it)")
+	fs.StringVar(&c.dataDir, "data", "embedded", "hyper-cleaning's images: "+experiment.DataHelp)
+	fs.IntVar(&c.train, "train", 500, "hyper-cleaning: training samples (the lower level); as many validation samples")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed (problem generation and minibatches)")
+	fs.StringVar(&c.out, "out", "out/solvers", "folder for CSV, JSON and PNG output")
+	fs.BoolVar(&c.quiet, "quiet", false, "no progress report")
+	experiment.Usage(fs, "solvers", "Runs bilevel methods side by side on problems with a known answer.", nil, nil)
+	if err := experiment.Parse(fs, args); err != nil {
+		return c, err
 	}
-	flag.Parse()
-	c.seed = *seed
-	c.problems = strings.Split(problems, ",")
+	var ck experiment.Check
+	c.problems = ck.Names("problem", problems, allProblems)
 	if methods == "all" {
 		c.methods = methodNames()
 	} else {
-		c.methods = strings.Split(methods, ",")
+		c.methods = ck.Names("methods", methods, methodNames())
 	}
-	if _, err := run(c); err != nil {
-		fmt.Fprintln(os.Stderr, "solvers:", err)
-		os.Exit(1)
-	}
+	ck.Int("iters", c.iters, 1, experiment.MaxIters)
+	ck.Data("data", c.dataDir)
+	ck.Int("train", c.train, 1, experiment.MaxSamples)
+	ck.Out("out", c.out)
+	return c, ck.Err()
 }
 
 // instance is a problem with what the methods' settings are derived from.
@@ -189,31 +198,31 @@ type outcome struct {
 	Final           float64 // Φ − Φ* (quadratics) or validation loss (cleaning)
 	GradNorm        float64
 	DistX           float64 // ‖x − x*‖ (quadratics)
-	Err             string  `json:",omitempty"`
-	trace           []optim.Record
+	// Err says why the method did not run to the end: it failed, or was
+	// skipped (Skipped) because it does not suit the problem.
+	Err     string `json:",omitempty"`
+	Skipped bool   `json:",omitempty"`
+	trace   []optim.Record
 }
 
 func totalCalls(c optim.Calls) float64 {
 	return float64(c.F + c.G + c.GradF + c.GradG + c.HVP + c.MixedXY + c.MixedYX + c.Dense)
 }
 
-func run(c config) (map[string]any, error) {
+func run(c config, stdout, stderr io.Writer) (map[string]any, error) {
 	start := time.Now()
 	path, err := report.OutDir(c.out)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range c.methods {
-		if _, ok := lookup(m); !ok {
-			return nil, fmt.Errorf("unknown method %q (known: %s)", m, strings.Join(methodNames(), ", "))
-		}
-	}
 	var all []outcome
 	result := map[string]any{}
-	bar := report.NewProgress("solvers", len(c.problems)*len(c.methods))
-	if c.quiet {
-		bar.W = io.Discard
+	var w io.Writer
+	if !c.quiet {
+		w = stderr
 	}
+	bar := report.NewProgress(w, "solvers", len(c.problems)*len(c.methods))
+	var failed, skipped []string
 	for _, name := range c.problems {
 		in, err := newInstance(name, c)
 		if err != nil {
@@ -227,24 +236,34 @@ func run(c config) (map[string]any, error) {
 			m, _ := lookup(mn)
 			o := solve(in, m, iters, c.seed)
 			all = append(all, o)
-			status := fmt.Sprintf("%s %s: %.2e", name, mn, o.Final)
-			if o.Err != "" {
-				status = fmt.Sprintf("%s %s: %s", name, mn, o.Err)
-			}
-			bar.Step(status)
 			key := strings.ReplaceAll(name+"_"+mn, "-", "_")
-			if o.Err == "" {
+			switch {
+			case o.Skipped:
+				skipped = append(skipped, key)
+				bar.Step(fmt.Sprintf("%s %s: %s", name, mn, o.Err))
+			case o.Err != "":
+				failed = append(failed, key)
+				bar.Step(fmt.Sprintf("%s %s: %s", name, mn, o.Err))
+			default:
 				result[key] = o.Final
+				bar.Step(fmt.Sprintf("%s %s: %.2e", name, mn, o.Final))
 			}
 		}
 	}
-	printTable(all)
+	printTable(stdout, all)
 	if err := write(path, all, c); err != nil {
 		return nil, err
 	}
+	if len(skipped) > 0 {
+		result["skipped"] = strings.Join(skipped, ",")
+	}
+	failErr := experiment.Failed(result, failed, len(all)-len(skipped))
+	if len(failed)+len(skipped) == len(all) {
+		failErr = fmt.Errorf("no method ran to the end (failed: %s; skipped: %s)", strings.Join(failed, ", "), strings.Join(skipped, ", "))
+	}
 	result["seconds"] = math.Round(time.Since(start).Seconds()*10) / 10
-	report.Result(os.Stdout, result)
-	return result, nil
+	report.Result(stdout, result)
+	return result, failErr
 }
 
 func newInstance(name string, c config) (*instance, error) {
@@ -270,10 +289,11 @@ func newInstance(name string, c config) (*instance, error) {
 		in.lphi = phiSmoothness(q)
 		return in, nil
 	case "cleaning":
-		train, _, err := loadData(c.dataDir)
+		images, err := experiment.LoadImages(c.dataDir)
 		if err != nil {
 			return nil, err
 		}
+		train := images.Train
 		if 2*c.train > train.N {
 			return nil, fmt.Errorf("-train %d: the data set has %d images, fewer than twice that", c.train, train.N)
 		}
@@ -282,14 +302,12 @@ func newInstance(name string, c config) (*instance, error) {
 			idx[i] = i
 		}
 		tr, va := train.Subset(idx[:c.train]), train.Subset(idx[c.train:])
-		mean, std := tr.MeanStd()
-		for i := range std {
-			std[i] = 1
+		experiment.Center(tr, va)
+		noisy, _, err := tr.Corrupt(0.5, c.seed)
+		if err != nil {
+			return nil, err
 		}
-		tr.Standardize(mean, std)
-		va.Standardize(mean, std)
-		noisy, _ := tr.Corrupt(0.5, c.seed)
-		m, err := models.HyperCleaning(md(noisy), md(va), tr.Classes, models.CleaningSettings{})
+		m, err := models.HyperCleaning(experiment.ModelData(noisy), experiment.ModelData(va), tr.Classes, models.CleaningSettings{})
 		if err != nil {
 			return nil, err
 		}
@@ -302,17 +320,6 @@ func newInstance(name string, c config) (*instance, error) {
 		return &instance{name: name, p: p, x0: p.X0(nil), y0: p.Y0(nil), lphi: 1 / (float64(c.train) * 5), batch: 64}, nil
 	}
 	return nil, fmt.Errorf("unknown problem %q (want quadratic, quadratic-stochastic or cleaning)", name)
-}
-
-func loadData(dir string) (train, test *data.Dataset, err error) {
-	if dir == "embedded" {
-		return data.EmbeddedFashionMNIST()
-	}
-	return data.LoadFashionMNIST(dir)
-}
-
-func md(ds *data.Dataset) models.Data {
-	return models.Data{X: ds.X, N: ds.N, D: ds.D, Labels: ds.Labels}
 }
 
 // phiSmoothness returns the largest eigenvalue of Φ's Hessian
@@ -334,7 +341,7 @@ func phiSmoothness(q *models.QuadraticModel) float64 {
 func solve(in *instance, m method, iters int, seed uint64) outcome {
 	o := outcome{Problem: in.name, Method: m.name}
 	if needsDense[m.name] && !in.dense {
-		o.Err = fmt.Sprintf("skipped: forms %d×%d matrices", in.p.DimY(), in.p.DimY())
+		o.Err, o.Skipped = fmt.Sprintf("skipped: forms %d×%d matrices", in.p.DimY(), in.p.DimY()), true
 		return o
 	}
 	if m.name == "stable-matrix-free" && in.quad == nil {
@@ -342,7 +349,7 @@ func solve(in *instance, m method, iters int, seed uint64) outcome {
 		// hyper-cleaning's ill-conditioned g (μ = 2C_r = 0.002), drives the
 		// validation loss to 1e6 within 200 iterations at every step size
 		// tried; not run until that is understood.
-		o.Err = "skipped: diverges on hyper-cleaning (see the comment in solve)"
+		o.Err, o.Skipped = "skipped: diverges on hyper-cleaning (see the comment in solve)", true
 		return o
 	}
 	rec := &optim.MemoryRecorder{}
@@ -377,8 +384,8 @@ func solve(in *instance, m method, iters int, seed uint64) outcome {
 	return o
 }
 
-func printTable(all []outcome) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+func printTable(out io.Writer, all []outcome) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "problem\tmethod\titers\ts\toracle calls\tΦ−Φ* or f\t‖∇Φ‖\t‖x−x*‖\t")
 	for _, o := range all {
 		if o.Err != "" {
@@ -415,51 +422,47 @@ func write(path func(string) string, all []outcome, c config) error {
 		return err
 	}
 	for _, prob := range c.problems {
-		objLabel, gradLabel := "Φ(x) − Φ(x*)", "‖∇Φ(x)‖"
+		objLabel, gradLabel := "Φ(x) − Φ(x*)", "‖grad Φ(x)‖"
 		if prob == "cleaning" {
 			objLabel, gradLabel = "validation loss f(x, y)", "‖hypergradient estimate‖"
 		}
 		var byTime, byCalls, gTime, gCalls []report.Series
-		names := []string{}
 		for _, o := range all {
-			if o.Problem == prob && o.Err == "" {
-				names = append(names, o.Method)
+			if o.Problem != prob {
+				continue
 			}
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			for _, o := range all {
-				if o.Problem != prob || o.Method != n {
-					continue
+			var ts, cs, obj, gn []float64
+			for _, r := range o.trace {
+				ts = append(ts, r.Time.Seconds())
+				cs = append(cs, totalCalls(r.Calls))
+				if v, ok := r.Metrics["phi_gap"]; ok {
+					obj, gn = append(obj, v), append(gn, r.Metrics["grad_phi"])
+				} else {
+					obj, gn = append(obj, r.Upper), append(gn, r.HypergradNorm)
 				}
-				var ts, cs, obj, gn []float64
-				for _, r := range o.trace {
-					ts = append(ts, r.Time.Seconds())
-					cs = append(cs, totalCalls(r.Calls))
-					if v, ok := r.Metrics["phi_gap"]; ok {
-						obj, gn = append(obj, v), append(gn, r.Metrics["grad_phi"])
-					} else {
-						obj, gn = append(obj, r.Upper), append(gn, r.HypergradNorm)
-					}
-				}
-				byTime = append(byTime, report.Series{Name: n, X: ts, Y: obj})
-				byCalls = append(byCalls, report.Series{Name: n, X: cs, Y: obj})
-				gTime = append(gTime, report.Series{Name: n, X: ts, Y: gn})
-				gCalls = append(gCalls, report.Series{Name: n, X: cs, Y: gn})
 			}
+			// A method that failed or was skipped is in the legend with why.
+			byTime = append(byTime, report.Series{Name: o.Method, X: ts, Y: obj, Note: o.Err})
+			byCalls = append(byCalls, report.Series{Name: o.Method, X: cs, Y: obj, Note: o.Err})
+			gTime = append(gTime, report.Series{Name: o.Method, X: ts, Y: gn, Note: o.Err})
+			gCalls = append(gCalls, report.Series{Name: o.Method, X: cs, Y: gn, Note: o.Err})
 		}
-		logY := prob != "cleaning"
+		objScale := report.Log
+		if prob == "cleaning" {
+			objScale = report.Auto
+		}
 		for _, pl := range []struct {
 			file, x, y string
-			log        bool
+			scale      report.Scale
 			s          []report.Series
 		}{
-			{prob + "_objective_vs_time.png", "seconds", objLabel, logY, byTime},
-			{prob + "_objective_vs_calls.png", "oracle calls", objLabel, logY, byCalls},
-			{prob + "_hypergrad_vs_time.png", "seconds", gradLabel, true, gTime},
-			{prob + "_hypergrad_vs_calls.png", "oracle calls", gradLabel, true, gCalls},
+			{prob + "_objective_vs_time.png", "seconds", objLabel, objScale, byTime},
+			{prob + "_objective_vs_calls.png", "oracle calls", objLabel, objScale, byCalls},
+			{prob + "_hypergrad_vs_time.png", "seconds", gradLabel, report.Log, gTime},
+			{prob + "_hypergrad_vs_calls.png", "oracle calls", gradLabel, report.Log, gCalls},
 		} {
-			if err := report.LinePlot(path(pl.file), prob, pl.x, pl.y, pl.log, pl.s...); err != nil {
+			p := report.Plot{Title: prob, XLabel: pl.x, YLabel: pl.y, XScale: report.Linear, YScale: pl.scale, Series: pl.s}
+			if err := p.Save(path(pl.file)); err != nil {
 				return err
 			}
 		}

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gobilevel/bilevel/examples/clitest"
 )
 
 // TestRun runs every method on the deterministic quadratic and a few on
@@ -18,7 +23,7 @@ func TestRun(t *testing.T) {
 		t.Skip("runs every solver")
 	}
 	out := t.TempDir()
-	res, err := run(config{problems: []string{"quadratic"}, methods: methodNames(), iters: 1000, dataDir: "embedded", train: 200, seed: 1, out: out})
+	res, err := run(config{problems: []string{"quadratic"}, methods: methodNames(), iters: 1000, dataDir: "embedded", train: 200, seed: 1, out: out}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +38,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: Φ − Φ* = %v; want below the starting gap", m, res["quadratic_"+replace(m)])
 		}
 	}
-	res, err = run(config{problems: []string{"cleaning"}, methods: []string{"aid-bio", "soba"}, iters: 150, dataDir: "embedded", train: 200, seed: 1, out: out})
+	res, err = run(config{problems: []string{"cleaning"}, methods: []string{"aid-bio", "soba"}, iters: 150, dataDir: "embedded", train: 200, seed: 1, out: out}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +52,37 @@ func TestRun(t *testing.T) {
 			t.Errorf("output %s missing or empty", f)
 		}
 	}
+}
+
+// TestFlags: the reproductions of issue 17 (-iters 0 ran 1000 iterations,
+// -iters -1 and -train -1 panicked) and other bad values are errors naming
+// the flag, before any work.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-iters", "0"}, "-iters 0"},
+		{[]string{"-iters", "-1"}, "-iters -1"},
+		{[]string{"-problem", "cleaning", "-train", "-1"}, "-train -1"},
+		{[]string{"-problem", "cubic"}, "-problem"},
+		{[]string{"-methods", "aid-bio,aid-bio"}, "-methods"},
+		{[]string{"-methods", ""}, "-methods"},
+		{[]string{"-quiet", "x"}, "unexpected argument"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+func FuzzFlags(f *testing.F) {
+	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
+		_, err := parseFlags(fs, args)
+		return err
+	})
 }
 
 func replace(m string) string {

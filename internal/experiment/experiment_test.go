@@ -3,6 +3,8 @@ package experiment
 import (
 	"flag"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,13 +160,14 @@ func TestParamsAndFlags(t *testing.T) {
 	if p.Get("a", "lr") != 5 || p.Get("b", "lr") != 5 || p.Get("a", "eta") != 0.5 {
 		t.Errorf("Set gave %v", p)
 	}
-	for _, bad := range []string{"c.lr=1", "b.eta=1", "a.lr", "a.lr=x"} {
+	for _, bad := range []string{"c.lr=1", "b.eta=1", "a.lr", "a.lr=x", "a.lr=NaN", "a.lr=-1", "all.lr=Inf"} {
 		if err := p.Set(bad); err == nil {
 			t.Errorf("Set(%q) did not fail", bad)
 		}
 	}
-	if s, err := Seeds("3,1"); err != nil || len(s) != 2 || s[0] != 3 {
-		t.Errorf("Seeds(3,1) = %v, %v", s, err)
+	p.Set("b.lr=0")
+	if err := p.Positive("lr"); err == nil || !strings.Contains(err.Error(), "-set b.lr=0") {
+		t.Errorf("Positive(lr) with b.lr = 0: %v", err)
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	n := fs.Int("n", 0, "")
@@ -178,6 +181,47 @@ func TestParamsAndFlags(t *testing.T) {
 	}
 	if ApplyMode(fs, "slow", modes) == nil {
 		t.Error("unknown mode accepted")
+	}
+}
+
+// TestCheck: every check accepts the values of its domain and refuses the
+// others with a message that starts with the flag's name.
+func TestCheck(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	type check func(c *Check)
+	good := []check{
+		func(c *Check) { c.Int("n", 1, 1, 10) }, func(c *Check) { c.Float("f", 0.5, 0, 1) },
+		func(c *Check) { c.Positive("f", 1e-9) }, func(c *Check) { c.Probability("p", 1) },
+		func(c *Check) { c.Duration("d", 0, true) }, func(c *Check) { c.Duration("d", time.Second, false) },
+		func(c *Check) { c.Workers("w", 1) }, func(c *Check) { c.Floats("l", "0.5, 1", 0, 1) },
+		func(c *Check) { c.Ints("l", "3,1", 1, 3) }, func(c *Check) { c.Seeds("s", "3,1") },
+		func(c *Check) { c.Names("m", "b, a", []string{"a", "b"}) },
+	}
+	bad := []check{
+		func(c *Check) { c.Int("n", 0, 1, 10) }, func(c *Check) { c.Int("n", 11, 1, 10) },
+		func(c *Check) { c.Float("f", nan, 0, 1) }, func(c *Check) { c.Float("f", inf, 0, inf) }, func(c *Check) { c.Float("f", -1, 0, 1) },
+		func(c *Check) { c.Positive("f", 0) }, func(c *Check) { c.Positive("f", nan) }, func(c *Check) { c.Positive("f", inf) },
+		func(c *Check) { c.Probability("p", 2) }, func(c *Check) { c.Probability("p", nan) },
+		func(c *Check) { c.Duration("d", -time.Second, true) }, func(c *Check) { c.Duration("d", 0, false) },
+		func(c *Check) { c.Workers("w", -3) }, func(c *Check) { c.Workers("w", 100000) },
+		func(c *Check) { c.Floats("l", "", 0, 1) }, func(c *Check) { c.Floats("l", "0.5,NaN", 0, 1) }, func(c *Check) { c.Floats("l", "x", 0, 1) },
+		func(c *Check) { c.Ints("l", "1,0", 1, 3) }, func(c *Check) { c.Ints("l", ",", 1, 3) }, func(c *Check) { c.Ints("l", "2,2", 1, 3) },
+		func(c *Check) { c.Floats("l", "0.5,0.5", 0, 1) },
+		func(c *Check) { c.Seeds("s", "-1") }, func(c *Check) { c.Seeds("s", "1,1") }, func(c *Check) { c.Seeds("s", "") },
+		func(c *Check) { c.Names("m", "", []string{"a"}) }, func(c *Check) { c.Names("m", "a,a", []string{"a"}) }, func(c *Check) { c.Names("m", "c", []string{"a"}) },
+	}
+	for i, f := range good {
+		var c Check
+		if f(&c); c.Err() != nil {
+			t.Errorf("good case %d refused: %v", i, c.Err())
+		}
+	}
+	for i, f := range bad {
+		var c Check
+		f(&c)
+		if err := c.Err(); err == nil || !regexp.MustCompile(`^-[a-z]+[ :]`).MatchString(err.Error()) {
+			t.Errorf("bad case %d: error %v; want one starting with the flag", i, err)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +30,9 @@ func (p Params) Get(method, name string) float64 { return p[method][name] }
 
 // Set applies a comma-separated list of method.name=value overrides;
 // method "all" sets name for every method that has it. Unknown methods and
-// names are errors.
+// names are errors, and so are values that are negative or not finite:
+// every setting is a step size, a step count or a floor, and 0 is the
+// method's default where it has one.
 func (p Params) Set(spec string) error {
 	for _, item := range Strings(spec) {
 		lhs, val, ok := strings.Cut(item, "=")
@@ -40,8 +43,8 @@ func (p Params) Set(spec string) error {
 			return fmt.Errorf("-set %q: want method.name=value items, e.g. stocbio.lr=0.1 or all.alpha=0.5", item)
 		}
 		v, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			return fmt.Errorf("-set %q: %q is not a number", item, val)
+		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("-set %q: %q is not a number ≥ 0", item, val)
 		}
 		found := false
 		for m, kv := range p {
@@ -76,14 +79,30 @@ func (p Params) Line(method string) string {
 
 // Describe lists every method's settings, for -h.
 func (p Params) Describe() string {
-	var ms []string
+	var parts []string
+	for _, m := range p.methods() {
+		parts = append(parts, m+": "+p.Line(m))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Positive returns an error naming -set if a setting called name of any
+// method is 0 (for settings that have no default, such as SGD's step).
+func (p Params) Positive(name string) error {
+	for _, m := range p.methods() {
+		if v, ok := p[m][name]; ok && v == 0 {
+			return fmt.Errorf("-set %s.%s=0: give a positive %s (it has no default)", m, name, name)
+		}
+	}
+	return nil
+}
+
+// methods returns the methods of p, sorted.
+func (p Params) methods() []string {
+	ms := make([]string, 0, len(p))
 	for m := range p {
 		ms = append(ms, m)
 	}
 	slices.Sort(ms)
-	var parts []string
-	for _, m := range ms {
-		parts = append(parts, m+": "+p.Line(m))
-	}
-	return strings.Join(parts, "; ")
+	return ms
 }

@@ -8,9 +8,10 @@ import (
 
 // FuzzParamsSet feeds arbitrary -set specifications to Params.Set: it must
 // return an error naming -set or change only settings the specification
-// names to the numbers it gives, never panic or add methods or names.
+// names to the finite numbers ≥ 0 it gives, never panic or add methods or
+// names.
 func FuzzParamsSet(f *testing.F) {
-	for _, s := range []string{"a.lr=0.5", "all.lr=2,b.lr=1e-3", "a.eta=x", "lr=1", ".lr=1", "a.=1", "a.lr", ",,", "a.b.lr=1", "all.eta=NaN", " a.lr = 3 "} {
+	for _, s := range []string{"a.lr=0.5", "all.lr=2,b.lr=1e-3", "a.eta=x", "lr=1", ".lr=1", "a.=1", "a.lr", ",,", "a.b.lr=1", "all.eta=NaN", "a.lr=-1", "b.lr=+Inf", " a.lr = 3 "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
@@ -31,8 +32,11 @@ func FuzzParamsSet(f *testing.F) {
 				t.Fatalf("Set(%q) changed the names of %s: %v", spec, m, kv)
 			}
 			for k, v := range kv {
-				if v != before[m][k] && !strings.Contains(spec, k) && !math.IsNaN(v) {
+				if v != before[m][k] && !strings.Contains(spec, k) {
 					t.Fatalf("Set(%q) changed %s.%s, which it does not name", spec, m, k)
+				}
+				if !(v >= 0) || math.IsInf(v, 0) {
+					t.Fatalf("Set(%q) set %s.%s to %v", spec, m, k, v)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 // Package report gives the example programs one command-line experience:
-// a progress bar on standard error, CSV and JSON files, PNG line plots made
-// with gonum/plot, and the final machine-readable result line.
+// progress on standard error (a bar on a terminal, plain lines elsewhere),
+// CSV and JSON files, PNG line plots made with gonum/plot (Plot), and the
+// final machine-readable result line.
 package report
 
 import (
@@ -15,66 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 )
-
-// Progress draws a one-line progress bar with the elapsed time, an
-// estimate of the time left and a status text. A zero Width means 30.
-type Progress struct {
-	W      io.Writer
-	Label  string
-	Total  int
-	Width  int
-	start  time.Time
-	done   int
-	last   time.Time
-	status string
-}
-
-// NewProgress starts a progress bar over total steps on standard error.
-func NewProgress(label string, total int) *Progress {
-	return &Progress{W: os.Stderr, Label: label, Total: total, start: time.Now()}
-}
-
-// Step advances the bar by one step and sets its status text; it redraws
-// at most ten times a second, and always on the last step.
-func (p *Progress) Step(status string) {
-	if p.start.IsZero() { // a Progress made as a literal starts at its first step
-		p.start = time.Now()
-	}
-	p.done++
-	p.status = status
-	if now := time.Now(); p.done >= p.Total || now.Sub(p.last) > 100*time.Millisecond {
-		p.last = now
-		p.draw()
-	}
-}
-
-func (p *Progress) draw() {
-	width := p.Width
-	if width == 0 {
-		width = 30
-	}
-	frac := 1.0
-	if p.Total > 0 {
-		frac = math.Min(1, float64(p.done)/float64(p.Total))
-	}
-	fill := int(frac * float64(width))
-	el := time.Since(p.start)
-	left := ""
-	if frac > 0 && frac < 1 {
-		left = " left " + (time.Duration(float64(el) * (1 - frac) / frac)).Round(time.Second).String()
-	}
-	fmt.Fprintf(p.W, "\r%s [%s%s] %d/%d %s%s %s\x1b[K", p.Label, strings.Repeat("=", fill), strings.Repeat(" ", width-fill),
-		p.done, p.Total, el.Round(time.Second), left, p.status)
-	if p.done >= p.Total {
-		fmt.Fprintln(p.W)
-	}
-}
 
 // Table is a named table of rows for CSV and JSON output.
 type Table struct {
@@ -132,56 +74,33 @@ func WriteJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// Series is one line of a plot.
-type Series struct {
-	Name string
-	X, Y []float64
-}
-
-// LinePlot writes a PNG line plot of the series to path; logY plots the
-// logarithm of y (non-positive values are dropped).
-func LinePlot(path, title, xLabel, yLabel string, logY bool, series ...Series) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xLabel
-	p.Y.Label.Text = yLabel
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	}
-	var args []any
-	for _, s := range series {
-		pts := make(plotter.XYs, 0, len(s.X))
-		for i := range s.X {
-			if logY && !(s.Y[i] > 0) || math.IsNaN(s.Y[i]) || math.IsInf(s.Y[i], 0) {
-				continue
-			}
-			pts = append(pts, plotter.XY{X: s.X[i], Y: s.Y[i]})
-		}
-		if len(pts) > 0 {
-			args = append(args, s.Name, pts)
-		}
-	}
-	if len(args) > 0 {
-		if err := plotutil.AddLinePoints(p, args...); err != nil {
-			return err
-		}
-	}
-	p.Legend.Top = true
-	return p.Save(7*vg.Inch, 4.5*vg.Inch, path)
-}
-
 // Result prints the final line, "result: key=value ...", with the keys in
-// sorted order, to w.
+// sorted order, to w. A float that is NaN or infinite is not printed: its
+// key is listed instead in the value of the key "undefined" (a precision
+// with nothing flagged, say), so that no NaN reaches a script reading the
+// line.
 func Result(w io.Writer, kv map[string]any) {
 	keys := make([]string, 0, len(kv))
-	for k := range kv {
+	var undefined []string
+	for k, v := range kv {
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			undefined = append(undefined, k)
+			continue
+		}
 		keys = append(keys, k)
 	}
+	sort.Strings(undefined)
+	parts := make([]string, 0, len(keys)+1)
+	if len(undefined) > 0 {
+		keys = append(keys, "undefined")
+	}
 	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + format(kv[k])
+	for _, k := range keys {
+		v := kv[k]
+		if k == "undefined" && len(undefined) > 0 {
+			v = strings.Join(undefined, ",")
+		}
+		parts = append(parts, k+"="+format(v))
 	}
 	fmt.Fprintln(w, "result: "+strings.Join(parts, " "))
 }
