@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
@@ -192,12 +193,13 @@ func Example_hypergradient() {
 func Example_solve() {
 	train, _, wTrue := makeData()
 	p := compile()
-	dir, err := os.MkdirTemp("", "tutorial")
-	if err != nil {
+	// The plots and checkpoints go to out/tutorial, which stays there for
+	// you to look at.
+	dir := filepath.Join("out", "tutorial")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
 
 	// Keep λ in a box, and take an inner step that is safe in all of it.
 	lo, hi := make([]float64, p.DimX()), make([]float64, p.DimX())
@@ -215,6 +217,7 @@ func Example_solve() {
 		optim.AIDBiO{Alpha: alpha, D: 20, N: 10, Outer: optim.Adam{LR: 0.1}},
 		optim.ITDBiO{Alpha: alpha, D: 40, Outer: optim.Adam{LR: 0.1}},
 	} {
+		name := strings.TrimPrefix(fmt.Sprintf("%T", m), "optim.") // AIDBiO, ITDBiO: a file each
 		rec := &optim.MemoryRecorder{}
 		s := &optim.Settings{
 			MaxIter:  150,
@@ -223,7 +226,7 @@ func Example_solve() {
 			Metrics: func(x, y []float64) map[string]float64 {
 				return map[string]float64{"w error": floats.Distance(y, wTrue, 2)}
 			},
-			Checkpoint: optim.CheckpointSettings{Path: filepath.Join(dir, "run.ckpt"), Every: 50},
+			Checkpoint: optim.CheckpointSettings{Path: filepath.Join(dir, name+".ckpt"), Every: 50},
 		}
 		res, err := optim.Solve(p, p.X0(nil), p.Y0(nil), s, m)
 		if err != nil {
@@ -252,7 +255,7 @@ func Example_solve() {
 			return
 		}
 		pl.Add(line)
-		if err := pl.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "upper.png")); err != nil {
+		if err := pl.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, name+".png")); err != nil {
 			fmt.Println(err)
 			return
 		}
