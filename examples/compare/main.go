@@ -13,8 +13,8 @@
 // relative residual of 1e-13.
 //
 // It prints a table, writes results.csv, memory.csv, summary.json and PNG
-// plots (error against N or T, error against time, memory against T) to
-// -out, and ends with one line "result: key=value ...".
+// plots (AID's error against N, ITD's against T, every error against time,
+// memory against T) to -out, and ends with one line "result: key=value ...".
 package main
 
 import (

@@ -520,8 +520,8 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 			}
 			title := map[string]string{"synthetic": "paper 004 Sec. 6.1: AiPOD and E-AiPOD", "fedhr": fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)}[part]
 			pl := report.Plot{Title: title, XLabel: a.label, YLabel: label, Series: series}
-			if part == "fedhr" {
-				pl.YScale = report.Linear
+			if part == "fedhr" { // from chance (0.1) at the start
+				pl.YScale, pl.FitAfterStart = report.Linear, true
 			}
 			if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, a.file))); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -56,6 +57,12 @@ type Plot struct {
 	Title, XLabel, YLabel string
 	XScale, YScale        Scale
 	Series                []Series
+	// FitAfterStart fits a linear y axis to the points after each curve's
+	// first, so that curves that rise at once from a poor start (an
+	// accuracy of 0.1 before training, 0.7 after the first checkpoint) do
+	// not bunch at the top: the start is then below the axis, and its
+	// segment enters from the bottom edge.
+	FitAfterStart bool
 }
 
 // Sizes of the saved image.
@@ -191,13 +198,43 @@ func (pl *Plot) build() *built {
 		xmin, xmax, ymin, ymax = 0, 1, 0, 1
 		logX, logY = false, false
 	}
+	if pl.FitAfterStart && !logY {
+		ymin, ymax = fitAfterStart(b.curves, ymin, ymax)
+		for i := range b.curves {
+			c := &b.curves[i]
+			if len(c.pts) > 0 && (c.pts[0].Y < ymin || c.pts[0].Y > ymax) {
+				c.note = strings.TrimPrefix(c.note+"; starts at "+strconv.FormatFloat(c.pts[0].Y, 'g', 3, 64)+", off the axis", "; ")
+			}
+		}
+	}
+	b.addCurves(logX, xmin, xmax)
+	// After the curves, which widen the axes to their data.
 	setAxis(&p.X, logX, xmin, xmax)
 	setAxis(&p.Y, logY, ymin, ymax)
-	b.addCurves(logX)
 	return b
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fitAfterStart returns the range of the y values of the curves without
+// the first point of each (see Plot.FitAfterStart), or lo, hi when that
+// leaves none.
+func fitAfterStart(curves []curve, lo, hi float64) (float64, float64) {
+	a, b := math.Inf(1), math.Inf(-1)
+	for _, c := range curves {
+		pts := c.pts
+		if !c.reference && len(pts) > 2 {
+			pts = pts[1:]
+		}
+		for _, p := range pts {
+			a, b = math.Min(a, p.Y), math.Max(b, p.Y)
+		}
+	}
+	if a > b {
+		return lo, hi
+	}
+	return a, b
+}
 
 // logX reports whether the x axis is logarithmic (see Scale).
 func (pl *Plot) logX() bool {
@@ -277,18 +314,18 @@ func setAxis(a *plot.Axis, log bool, lo, hi float64) {
 	a.Min, a.Max = lo, hi
 }
 
-// addCurves adds each curve's line and its markers: all points of a short
+// addCurves adds each curve's line and its markers (x from xmin to xmax): all points of a short
 // curve, else markersPerCurve points spread evenly along the x axis as
 // drawn, shifted from curve to curve so that markers of curves that
 // coincide do not hide one another.
-func (b *built) addCurves(logX bool) {
+func (b *built) addCurves(logX bool, xmin, xmax float64) {
 	pos := func(x float64) float64 {
 		if logX {
 			return math.Log(x)
 		}
 		return x
 	}
-	lo, hi := pos(b.p.X.Min), pos(b.p.X.Max)
+	lo, hi := pos(xmin), pos(xmax)
 	for i := range b.curves {
 		c := &b.curves[i]
 		if len(c.pts) == 0 {

@@ -88,6 +88,8 @@ func TestPlotKinds(t *testing.T) {
 		{"all NaN", Plot{Series: []Series{{Name: "n", X: iters, Y: seq(41, func(int) float64 { return math.NaN() })}}}, false, false, map[string]string{"n": "no data"}, 2},
 		{"no series", Plot{}, false, false, nil, 2},
 		{"one point", Plot{XScale: Log, YScale: Log, Series: []Series{{Name: "p", X: []float64{3}, Y: []float64{0.2}}}}, true, true, nil, 1},
+		{"fit after the start", Plot{FitAfterStart: true, Series: []Series{{Name: "acc", X: iters, Y: seq(41, func(i int) float64 { return 0.1 + 0.6*math.Min(1, float64(i)) + 0.002*float64(i) })}}},
+			false, false, map[string]string{"acc": "starts at 0.1, off the axis"}, 2},
 		{"constant", Plot{Series: []Series{{Name: "c", X: iters, Y: seq(41, func(int) float64 { return 0.1 })}}}, false, false, nil, 2},
 		{"baseline and negative values", Plot{Series: []Series{{Name: "d", X: iters, Y: seq(41, func(i int) float64 { return float64(i) - 20 })},
 			{Name: "baseline", X: []float64{0, 40}, Y: []float64{3, 3}, Reference: true}}}, false, false, nil, 2},
