@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -111,8 +112,10 @@ func goTool() string {
 // it exits 0 and starts "Usage: NAME [flags]" and a description; every
 // flag has a usage text; -out and -quiet exist, and -seed or -seeds; no
 // flag uses a synonym of a shared name; a name shared by several programs
-// has the same type in all. It also checks that each program draws a
-// report.Progress bar and prints report.Result's final line.
+// has the same type in all. It also checks that each program reports its
+// progress with report.Progress and prints report.Result's final line,
+// that a value out of its domain exits with status 1 and a message naming
+// the flag, and what the flag package cannot parse with status 2.
 func TestCommandLines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every example program")
@@ -183,6 +186,23 @@ func TestCommandLines(t *testing.T) {
 		}
 		if !has["seed"] && !has["seeds"] {
 			t.Errorf("%s: neither -seed nor -seeds", prog)
+		}
+
+		// A value out of its domain: exit status 1 and a message naming the
+		// flag, before any work; what the flag package cannot parse: 2.
+		for _, c := range []struct {
+			args   []string
+			status int
+			want   string
+		}{{[]string{"-out", ""}, 1, prog + ": -out"}, {[]string{"-no-such-flag"}, 2, "-no-such-flag"}} {
+			var stderr bytes.Buffer
+			cmd := exec.Command(filepath.Join(bin, prog), c.args...)
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != c.status || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "panic") {
+				t.Errorf("%s %q: %v, standard error %q; want exit status %d and a message naming %s", prog, c.args, err, stderr.String(), c.status, c.want)
+			}
 		}
 
 		src := sources(t, prog)

@@ -1,4 +1,5 @@
 // Package clitest checks that every program under examples/ follows the
-// command-line conventions of examples/README.md. It has no code of its own:
-// its test builds each program and reads its -h.
+// command-line conventions of examples/README.md: its test builds each
+// program, reads its -h and tries bad values. FuzzFlags is the fuzz test
+// of a program's flag parsing, which each program's tests call.
 package clitest
