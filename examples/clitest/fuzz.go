@@ -62,3 +62,32 @@ func FuzzFlags(f *testing.F, parse Parse) {
 		}
 	})
 }
+
+// Parser adapts a program's parseFlags, which returns its configuration,
+// to Parse.
+func Parser[C any](parse func(*flag.FlagSet, []string) (C, error)) Parse {
+	return func(fs *flag.FlagSet, args []string) error {
+		_, err := parse(fs, args)
+		return err
+	}
+}
+
+// Refused is a command line a program must refuse before any work, and
+// a part of the message it must give (the flag it names).
+type Refused struct {
+	Args []string
+	Want string
+}
+
+// CheckRefused runs parse on each command line, on a fresh flag set, and
+// fails t unless it is refused with a message that contains Want.
+func CheckRefused(t *testing.T, parse Parse, cases []Refused) {
+	t.Helper()
+	for _, c := range cases {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := parse(fs, c.Args); err == nil || !strings.Contains(err.Error(), c.Want) {
+			t.Errorf("%q: error %v; want one naming %s", c.Args, err, c.Want)
+		}
+	}
+}

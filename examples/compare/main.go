@@ -193,6 +193,8 @@ func run(c config, stdout, stderr io.Writer) (map[string]any, error) {
 			}
 			if aid, ok := memSlope(m, "AID-CG"); ok {
 				result["aid_bytes_growth"] = aid
+			} else {
+				fmt.Fprintln(stdout, "memory: the growth per step needs two or more values of -memT; itd_bytes_per_step and aid_bytes_growth are left out")
 			}
 		}
 	}

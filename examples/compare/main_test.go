@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gobilevel/bilevel/examples/clitest"
@@ -61,39 +60,27 @@ func TestRun(t *testing.T) {
 // TestFlags: the reproductions of issue 17 and other values outside their
 // domains are refused before any work, naming the flag.
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-corrupt", "2"}, "-corrupt 2"},
-		{[]string{"-corrupt", "NaN"}, "-corrupt NaN"},
-		{[]string{"-train", "-5"}, "-train -5"},
-		{[]string{"-val", "0"}, "-val 0"},
-		{[]string{"-reg", "-1"}, "-reg -1"},
-		{[]string{"-N", "0,1"}, "-N"},
-		{[]string{"-T", ""}, "-T"},
-		{[]string{"-memT", "100000"}, "-memT"},
-		{[]string{"-K", "0"}, "-K 0"},
-		{[]string{"-model", "cleaning,cleaning"}, "-model"},
-		{[]string{"-model", "ridge"}, "-model"},
-		{[]string{"-data", "/nonexistent"}, "-data"},
-		{[]string{"-out", ""}, "-out"},
-		{[]string{"-quiet", "x"}, "unexpected argument"},
-	} {
-		fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-corrupt", "2"}, Want: "-corrupt 2"},
+		{Args: []string{"-corrupt", "NaN"}, Want: "-corrupt NaN"},
+		{Args: []string{"-train", "-5"}, Want: "-train -5"},
+		{Args: []string{"-val", "0"}, Want: "-val 0"},
+		{Args: []string{"-reg", "-1"}, Want: "-reg -1"},
+		{Args: []string{"-N", "0,1"}, Want: "-N"},
+		{Args: []string{"-T", ""}, Want: "-T"},
+		{Args: []string{"-memT", "100000"}, Want: "-memT"},
+		{Args: []string{"-K", "0"}, Want: "-K 0"},
+		{Args: []string{"-model", "cleaning,cleaning"}, Want: "-model"},
+		{Args: []string{"-model", "ridge"}, Want: "-model"},
+		{Args: []string{"-data", "/nonexistent"}, Want: "-data"},
+		{Args: []string{"-out", ""}, Want: "-out"},
+		{Args: []string{"-quiet", "x"}, Want: "unexpected argument"},
+	})
 	if _, err := parseFlags(flag.NewFlagSet("compare", flag.ContinueOnError), nil); err != nil {
 		t.Errorf("the defaults are refused: %v", err)
 	}
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gobilevel/bilevel/examples/clitest"
@@ -111,32 +110,20 @@ func TestQuick(t *testing.T) {
 
 // TestFlags: bad values are errors naming the flag, before any work.
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-p", "0"}, "-p"},
-		{[]string{"-p", "1,1"}, "-p"},
-		{[]string{"-p", "NaN"}, "-p"},
-		{[]string{"-part", "other"}, "-part"},
-		{[]string{"-clients", "0"}, "-clients 0"},
-		{[]string{"-per-client", "5"}, "-per-client 5"},
-		{[]string{"-pool", "5"}, "-pool"},
-		{[]string{"-fed-p", "2"}, "-fed-p"},
-		{[]string{"-target", "1"}, "-target"},
-		{[]string{"-k0", "-1"}, "-k0 -1"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-p", "0"}, Want: "-p"},
+		{Args: []string{"-p", "1,1"}, Want: "-p"},
+		{Args: []string{"-p", "NaN"}, Want: "-p"},
+		{Args: []string{"-part", "other"}, Want: "-part"},
+		{Args: []string{"-clients", "0"}, Want: "-clients 0"},
+		{Args: []string{"-per-client", "5"}, Want: "-per-client 5"},
+		{Args: []string{"-pool", "5"}, Want: "-pool"},
+		{Args: []string{"-fed-p", "2"}, Want: "-fed-p"},
+		{Args: []string{"-target", "1"}, Want: "-target"},
+		{Args: []string{"-k0", "-1"}, Want: "-k0 -1"},
+	})
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

@@ -74,36 +74,27 @@ func TestQuick(t *testing.T) {
 // TestFlags: bad values are errors naming the flag, before any work;
 // among them the reproductions of issue 17.
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-mode", "slow"}, "-mode"},
-		{[]string{"-p", "1.5"}, "-p"},
-		{[]string{"-p", "NaN"}, "-p"},
-		{[]string{"-methods", "sgd"}, "-methods"},
-		{[]string{"-methods", ""}, "-methods"},
-		{[]string{"-methods", "aid,aid"}, "-methods"},
-		{[]string{"-set", "stocbio.beta=1"}, "-set"},
-		{[]string{"-set", "aid.lr=NaN"}, "-set"},
-		{[]string{"-set", "aid.lr=-1"}, "-set"},
-		{[]string{"-set", "aid.lr=Inf"}, "-set"},
-		{[]string{"-batch", "100000"}, "-batch 100000"},
-		{[]string{"-work", "0"}, "-budget"},
-		{[]string{"-work", "NaN"}, "-work"},
-		{[]string{"-budget", "-1s"}, "-budget"},
-		{[]string{"-train", "-1"}, "-train"},
-		{[]string{"-cr", "0"}, "-cr"},
-		{[]string{"-seeds", "1,1"}, "-seeds"},
-		{[]string{"-data", "embedded,embedded"}, "-data"},
-		{[]string{"-data", "/no/such/folder"}, "-data"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-mode", "slow"}, Want: "-mode"},
+		{Args: []string{"-p", "1.5"}, Want: "-p"},
+		{Args: []string{"-p", "NaN"}, Want: "-p"},
+		{Args: []string{"-methods", "sgd"}, Want: "-methods"},
+		{Args: []string{"-methods", ""}, Want: "-methods"},
+		{Args: []string{"-methods", "aid,aid"}, Want: "-methods"},
+		{Args: []string{"-set", "stocbio.beta=1"}, Want: "-set"},
+		{Args: []string{"-set", "aid.lr=NaN"}, Want: "-set"},
+		{Args: []string{"-set", "aid.lr=-1"}, Want: "-set"},
+		{Args: []string{"-set", "aid.lr=Inf"}, Want: "-set"},
+		{Args: []string{"-batch", "100000"}, Want: "-batch 100000"},
+		{Args: []string{"-work", "0"}, Want: "-budget"},
+		{Args: []string{"-work", "NaN"}, Want: "-work"},
+		{Args: []string{"-budget", "-1s"}, Want: "-budget"},
+		{Args: []string{"-train", "-1"}, Want: "-train"},
+		{Args: []string{"-cr", "0"}, Want: "-cr"},
+		{Args: []string{"-seeds", "1,1"}, Want: "-seeds"},
+		{Args: []string{"-data", "embedded,embedded"}, Want: "-data"},
+		{Args: []string{"-data", "/no/such/folder"}, Want: "-data"},
+	})
 	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-mode", "full", "-data", "embedded,embedded/"})
 	if err == nil {
 		t.Errorf("full mode with the same data set twice accepted: %+v", c)
@@ -115,10 +106,7 @@ func TestFlags(t *testing.T) {
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }
 
 // TestDataFolder runs on a folder of IDX files whose path has a space and

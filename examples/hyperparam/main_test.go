@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gobilevel/bilevel/examples/clitest"
@@ -67,37 +66,25 @@ func TestQuick(t *testing.T) {
 // TestFlags: bad values are errors naming the flag, before any work;
 // among them the reproduction of issue 17 (-set aid.lr=NaN).
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-part", "other"}, "-part"},
-		{[]string{"-part", ""}, "-part"},
-		{[]string{"-classes", "3,3"}, "-classes"},
-		{[]string{"-classes", "3,10"}, "-classes"},
-		{[]string{"-set", "b.stable.beta=1"}, "-set"},
-		{[]string{"-set", "aid.lr=NaN"}, "-set"},
-		{[]string{"-set", "aid.lr=0"}, "-set aid.lr=0"},
-		{[]string{"-bmethods", "aid"}, "-bmethods"},
-		{[]string{"-methods", "aid,aid"}, "-methods"},
-		{[]string{"-pool", "3"}, "-pool"},
-		{[]string{"-work", "0"}, "-work"},
-		{[]string{"-bdrawn", "NaN"}, "-bdrawn"},
-		{[]string{"-xmin", "-1"}, "-xmin"},
-		{[]string{"-train", "-1"}, "-train"},
-		{[]string{"-points", "0"}, "-points"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-part", "other"}, Want: "-part"},
+		{Args: []string{"-part", ""}, Want: "-part"},
+		{Args: []string{"-classes", "3,3"}, Want: "-classes"},
+		{Args: []string{"-classes", "3,10"}, Want: "-classes"},
+		{Args: []string{"-set", "b.stable.beta=1"}, Want: "-set"},
+		{Args: []string{"-set", "aid.lr=NaN"}, Want: "-set"},
+		{Args: []string{"-set", "aid.lr=0"}, Want: "-set aid.lr=0"},
+		{Args: []string{"-bmethods", "aid"}, Want: "-bmethods"},
+		{Args: []string{"-methods", "aid,aid"}, Want: "-methods"},
+		{Args: []string{"-pool", "3"}, Want: "-pool"},
+		{Args: []string{"-work", "0"}, Want: "-work"},
+		{Args: []string{"-bdrawn", "NaN"}, Want: "-bdrawn"},
+		{Args: []string{"-xmin", "-1"}, Want: "-xmin"},
+		{Args: []string{"-train", "-1"}, Want: "-train"},
+		{Args: []string{"-points", "0"}, Want: "-points"},
+	})
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

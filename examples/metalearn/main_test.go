@@ -124,21 +124,22 @@ func TestFlags(t *testing.T) {
 	if c.Filters != 32 || c.Queries != 15 || len(c.Shots) != 2 || c.Iters != 7 || c.Data != "embedded" {
 		t.Errorf("-mode full gave %+v; want the full sizes with -iters 7 and -data kept", c)
 	}
-	for _, bad := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-mode", "slow"}, "-mode"}, {[]string{"-methods", "maml"}, "-methods"}, {[]string{"-shots", "0"}, "-shots"},
-		{[]string{"-backprop", "both"}, "-backprop"}, {[]string{"-ways", "1"}, "-ways 1"},
-		{[]string{"-max-seconds", "NaN"}, "-max-seconds NaN"}, {[]string{"-growth", "NaN"}, "-growth NaN"},
-		{[]string{"-workers", "-3"}, "-workers -3"}, {[]string{"-workers", "100000"}, "-workers 100000"},
-		{[]string{"-methods", "itd,itd"}, "-methods"}, {[]string{"-lr", "0"}, "-lr 0"}, {[]string{"-alpha", "Inf"}, "-alpha"},
-		{[]string{"-iters", "-1"}, "-iters -1"}, {[]string{"-eval-tasks", "1"}, "-eval-tasks 1"},
-	} {
-		if _, err := parse(bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%q: error %v; want one naming %s", bad.args, err, bad.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-mode", "slow"}, Want: "-mode"},
+		{Args: []string{"-methods", "maml"}, Want: "-methods"},
+		{Args: []string{"-shots", "0"}, Want: "-shots"},
+		{Args: []string{"-backprop", "both"}, Want: "-backprop"},
+		{Args: []string{"-ways", "1"}, Want: "-ways 1"},
+		{Args: []string{"-max-seconds", "NaN"}, Want: "-max-seconds NaN"},
+		{Args: []string{"-growth", "NaN"}, Want: "-growth NaN"},
+		{Args: []string{"-workers", "-3"}, Want: "-workers -3"},
+		{Args: []string{"-workers", "100000"}, Want: "-workers 100000"},
+		{Args: []string{"-methods", "itd,itd"}, Want: "-methods"},
+		{Args: []string{"-lr", "0"}, Want: "-lr 0"},
+		{Args: []string{"-alpha", "Inf"}, Want: "-alpha"},
+		{Args: []string{"-iters", "-1"}, Want: "-iters -1"},
+		{Args: []string{"-eval-tasks", "1"}, Want: "-eval-tasks 1"},
+	})
 	// -h documents every flag.
 	var help strings.Builder
 	fs := flag.NewFlagSet("metalearn", flag.ContinueOnError)
@@ -154,8 +155,5 @@ func TestFlags(t *testing.T) {
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gobilevel/bilevel/examples/clitest"
@@ -58,33 +57,21 @@ func TestQuick(t *testing.T) {
 // TestFlags: bad values are errors naming the flag, before any work;
 // among them the reproductions of issue 17 (-p 100000, -r 0).
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-p", "100000"}, "-p 100000"},
-		{[]string{"-p", "0"}, "-p 0"},
-		{[]string{"-r", "0"}, "-r"},
-		{[]string{"-r", "NaN"}, "-r"},
-		{[]string{"-r", ""}, "-r"},
-		{[]string{"-iters", "0"}, "-iters 0"},
-		{[]string{"-train", "-3"}, "-train -3"},
-		{[]string{"-methods", "nbo1,nbo1"}, "-methods"},
-		{[]string{"-set", "soba.outer=0"}, "-set soba.outer=0"},
-		{[]string{"-set", "soba.inner=NaN"}, "-set"},
-		{[]string{"-seeds", "x"}, "-seeds"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-p", "100000"}, Want: "-p 100000"},
+		{Args: []string{"-p", "0"}, Want: "-p 0"},
+		{Args: []string{"-r", "0"}, Want: "-r"},
+		{Args: []string{"-r", "NaN"}, Want: "-r"},
+		{Args: []string{"-r", ""}, Want: "-r"},
+		{Args: []string{"-iters", "0"}, Want: "-iters 0"},
+		{Args: []string{"-train", "-3"}, Want: "-train -3"},
+		{Args: []string{"-methods", "nbo1,nbo1"}, Want: "-methods"},
+		{Args: []string{"-set", "soba.outer=0"}, Want: "-set soba.outer=0"},
+		{Args: []string{"-set", "soba.inner=NaN"}, Want: "-set"},
+		{Args: []string{"-seeds", "x"}, Want: "-seeds"},
+	})
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

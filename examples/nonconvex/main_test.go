@@ -66,33 +66,21 @@ func TestQuick(t *testing.T) {
 // TestFlags: bad values are errors naming the flag, before any work;
 // among them the reproductions of issue 17 (-mu NaN, -cap -1s).
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-methods", "mgbio", "-mu", "NaN"}, "-mu NaN"},
-		{[]string{"-cap", "-1s"}, "-cap -1s"},
-		{[]string{"-methods", ""}, "-methods"},
-		{[]string{"-problem", "pl,pl"}, "-problem"},
-		{[]string{"-pl-l", "60"}, "-pl-l 60"},
-		{[]string{"-pl-mu", "2", "-pl-L", "1"}, "-pl-L 1"},
-		{[]string{"-pl-lr", "Inf"}, "-pl-lr"},
-		{[]string{"-dims", "1000"}, "-dims"},
-		{[]string{"-rank", "40", "-dims", "30"}, "-rank"},
-		{[]string{"-batch", "0"}, "-batch 0"},
-		{[]string{"-pl-iters", "-1"}, "-pl-iters -1"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-methods", "mgbio", "-mu", "NaN"}, Want: "-mu NaN"},
+		{Args: []string{"-cap", "-1s"}, Want: "-cap -1s"},
+		{Args: []string{"-methods", ""}, Want: "-methods"},
+		{Args: []string{"-problem", "pl,pl"}, Want: "-problem"},
+		{Args: []string{"-pl-l", "60"}, Want: "-pl-l 60"},
+		{Args: []string{"-pl-mu", "2", "-pl-L", "1"}, Want: "-pl-L 1"},
+		{Args: []string{"-pl-lr", "Inf"}, Want: "-pl-lr"},
+		{Args: []string{"-dims", "1000"}, Want: "-dims"},
+		{Args: []string{"-rank", "40", "-dims", "30"}, Want: "-rank"},
+		{Args: []string{"-batch", "0"}, Want: "-batch 0"},
+		{Args: []string{"-pl-iters", "-1"}, Want: "-pl-iters -1"},
+	})
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }

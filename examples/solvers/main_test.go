@@ -1,11 +1,9 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gobilevel/bilevel/examples/clitest"
@@ -58,31 +56,19 @@ func TestRun(t *testing.T) {
 // -iters -1 and -train -1 panicked) and other bad values are errors naming
 // the flag, before any work.
 func TestFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"-iters", "0"}, "-iters 0"},
-		{[]string{"-iters", "-1"}, "-iters -1"},
-		{[]string{"-problem", "cleaning", "-train", "-1"}, "-train -1"},
-		{[]string{"-problem", "cubic"}, "-problem"},
-		{[]string{"-methods", "aid-bio,aid-bio"}, "-methods"},
-		{[]string{"-methods", ""}, "-methods"},
-		{[]string{"-quiet", "x"}, "unexpected argument"},
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		if _, err := parseFlags(fs, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: error %v; want one naming %s", c.args, err, c.want)
-		}
-	}
+	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
+		{Args: []string{"-iters", "0"}, Want: "-iters 0"},
+		{Args: []string{"-iters", "-1"}, Want: "-iters -1"},
+		{Args: []string{"-problem", "cleaning", "-train", "-1"}, Want: "-train -1"},
+		{Args: []string{"-problem", "cubic"}, Want: "-problem"},
+		{Args: []string{"-methods", "aid-bio,aid-bio"}, Want: "-methods"},
+		{Args: []string{"-methods", ""}, Want: "-methods"},
+		{Args: []string{"-quiet", "x"}, Want: "unexpected argument"},
+	})
 }
 
 func FuzzFlags(f *testing.F) {
-	clitest.FuzzFlags(f, func(fs *flag.FlagSet, args []string) error {
-		_, err := parseFlags(fs, args)
-		return err
-	})
+	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
 }
 
 func replace(m string) string {
