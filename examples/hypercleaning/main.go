@@ -474,7 +474,7 @@ func plots(path func(string) string, c config, names []string, curves map[string
 					// Every method starts from the same poor classifier (λ = 0):
 					// the axis fits what follows.
 					pl := report.Plot{Title: fmt.Sprintf("hyper-cleaning, %s, p = %g", ds, p), XLabel: axis.Label(), YLabel: metric.label,
-						XScale: report.Linear, Series: series, FitAfterStart: true}
+						Series: series, FitAfterStart: true}
 					if metric.key == "test_acc" {
 						pl.YScale = report.Linear
 					}

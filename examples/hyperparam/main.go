@@ -618,7 +618,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 				if metric == "obj_error" {
 					label = "objective error Φ(x) − Φ*"
 				}
-				pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: label, XScale: report.Linear, Series: series, FitAfterStart: true}
+				pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: label, Series: series, FitAfterStart: true}
 				if strings.HasSuffix(metric, "acc") {
 					pl.YScale = report.Linear
 				}

@@ -105,6 +105,9 @@ type curve struct {
 type built struct {
 	p      *plot.Plot
 	curves []curve
+	// yNote is added to the y axis's label: where all curves start when
+	// that is off the axis (Plot.FitAfterStart).
+	yNote string
 }
 
 // Save writes the plot as a PNG image to path.
@@ -127,7 +130,11 @@ func (pl *Plot) Save(path string) error {
 	data := b.p.DataCanvas(area)
 	dc.FillText(label, vg.Point{X: data.Center().X, Y: dc.Min.Y + lh/2}, pl.XLabel)
 	label.Rotation = math.Pi / 2
-	dc.FillText(label, vg.Point{X: dc.Min.X + lh/2, Y: data.Center().Y}, pl.YLabel)
+	ylabel := pl.YLabel
+	if b.yNote != "" {
+		ylabel += " (" + b.yNote + ")"
+	}
+	dc.FillText(label, vg.Point{X: dc.Min.X + lh/2, Y: data.Center().Y}, ylabel)
 	b.drawLegend(draw.Crop(dc, plotWidth, 0, 0, 0), data.Max.Y, name, note)
 	f, err := os.Create(path)
 	if err != nil {
@@ -148,6 +155,14 @@ func (pl *Plot) build() *built {
 	logX, logY := pl.logX(), pl.logY()
 	b := &built{p: p}
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	xpos := math.Inf(1) // the smallest positive x
+	for _, s := range pl.Series {
+		for _, x := range s.X {
+			if x > 0 {
+				xpos = math.Min(xpos, x)
+			}
+		}
+	}
 	for i, s := range pl.Series {
 		c := curve{name: s.Name, reference: s.Reference}
 		nonFinite, nonPos := 0, 0
@@ -157,6 +172,8 @@ func (pl *Plot) build() *built {
 			case !finite(x) || !finite(y):
 				nonFinite++
 				continue
+			case logX && x <= 0 && s.Reference:
+				x = xpos // a baseline from 0 starts at the axis
 			case logX && x <= 0:
 				continue // the start (iteration 0) of a run on a log axis
 			case logY && y <= 0:
@@ -200,12 +217,7 @@ func (pl *Plot) build() *built {
 	}
 	if pl.FitAfterStart && !logY {
 		ymin, ymax = fitAfterStart(b.curves, ymin, ymax)
-		for i := range b.curves {
-			c := &b.curves[i]
-			if len(c.pts) > 0 && (c.pts[0].Y < ymin || c.pts[0].Y > ymax) {
-				c.note = strings.TrimPrefix(c.note+"; starts at "+strconv.FormatFloat(c.pts[0].Y, 'g', 3, 64)+", off the axis", "; ")
-			}
-		}
+		b.noteStarts(ymin, ymax)
 	}
 	b.addCurves(logX, xmin, xmax)
 	// After the curves, which widen the axes to their data.
@@ -215,6 +227,32 @@ func (pl *Plot) build() *built {
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// noteStarts says where the curves whose start lies off [lo, hi] start:
+// once, in yNote, when they all start at the same value, else in each
+// curve's note.
+func (b *built) noteStarts(lo, hi float64) {
+	var off []*curve
+	same := true
+	for i := range b.curves {
+		c := &b.curves[i]
+		if len(c.pts) > 0 && (c.pts[0].Y < lo || c.pts[0].Y > hi) {
+			same = same && (len(off) == 0 || c.pts[0].Y == off[0].pts[0].Y)
+			off = append(off, c)
+		}
+	}
+	if len(off) == 0 {
+		return
+	}
+	start := func(c *curve) string { return strconv.FormatFloat(c.pts[0].Y, 'g', 3, 64) }
+	if same && len(off) > 1 {
+		b.yNote = "every curve starts at " + start(off[0]) + ", off the axis"
+		return
+	}
+	for _, c := range off {
+		c.note = strings.TrimPrefix(c.note+"; starts at "+start(c)+", off the axis", "; ")
+	}
+}
 
 // fitAfterStart returns the range of the y values of the curves without
 // the first point of each (see Plot.FitAfterStart), or lo, hi when that

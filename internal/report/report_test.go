@@ -77,7 +77,8 @@ func TestPlotKinds(t *testing.T) {
 			{Name: "ITD", X: []float64{10, 100, 1000}, Y: []float64{6e5, 6e6, 6e7}},
 			{Name: "AID", X: []float64{10, 100, 1000}, Y: []float64{0, 0, 16}}}, YScale: Log}, true, true,
 			map[string]string{"AID": "2 values ≤ 0 not drawn"}, 2},
-		{"geometric iterations from 0", Plot{Series: []Series{{Name: "subopt", X: geo, Y: seq(len(geo), func(i int) float64 { return math.Exp(-float64(i)) })}}}, true, true, nil, 2},
+		{"geometric iterations from 0", Plot{Series: []Series{{Name: "subopt", X: geo, Y: seq(len(geo), func(i int) float64 { return math.Exp(-float64(i)) })},
+			{Name: "baseline", X: []float64{0, 400}, Y: []float64{0.01, 0.01}, Reference: true}}}, true, true, nil, 2},
 		{"large counts", Plot{Series: []Series{{Name: "a", X: seq(30, func(i int) float64 { return 7e5 * float64(i) }), Y: seq(30, func(i int) float64 { return 2.3 - 0.01*float64(i) })}}}, false, false, nil, 2},
 		{"failed method", Plot{YScale: Log, Series: []Series{
 			{Name: "MGBiO", X: iters, Y: seq(41, func(i int) float64 { return math.Pow(0.7, float64(i)) })},
@@ -88,8 +89,10 @@ func TestPlotKinds(t *testing.T) {
 		{"all NaN", Plot{Series: []Series{{Name: "n", X: iters, Y: seq(41, func(int) float64 { return math.NaN() })}}}, false, false, map[string]string{"n": "no data"}, 2},
 		{"no series", Plot{}, false, false, nil, 2},
 		{"one point", Plot{XScale: Log, YScale: Log, Series: []Series{{Name: "p", X: []float64{3}, Y: []float64{0.2}}}}, true, true, nil, 1},
-		{"fit after the start", Plot{FitAfterStart: true, Series: []Series{{Name: "acc", X: iters, Y: seq(41, func(i int) float64 { return 0.1 + 0.6*math.Min(1, float64(i)) + 0.002*float64(i) })}}},
-			false, false, map[string]string{"acc": "starts at 0.1, off the axis"}, 2},
+		{"fit after the start", Plot{FitAfterStart: true, Series: []Series{
+			{Name: "acc", X: iters, Y: seq(41, func(i int) float64 { return 0.1 + 0.6*math.Min(1, float64(i)) + 0.002*float64(i) })},
+			{Name: "acc2", X: iters, Y: seq(41, func(i int) float64 { return 0.2 + 0.5*math.Min(1, float64(i)) + 0.003*float64(i) })}}},
+			false, false, map[string]string{"acc": "starts at 0.1, off the axis", "acc2": "starts at 0.2, off the axis"}, 2},
 		{"constant", Plot{Series: []Series{{Name: "c", X: iters, Y: seq(41, func(int) float64 { return 0.1 })}}}, false, false, nil, 2},
 		{"baseline and negative values", Plot{Series: []Series{{Name: "d", X: iters, Y: seq(41, func(i int) float64 { return float64(i) - 20 })},
 			{Name: "baseline", X: []float64{0, 40}, Y: []float64{3, 3}, Reference: true}}}, false, false, nil, 2},
@@ -138,6 +141,9 @@ func TestPlotKinds(t *testing.T) {
 				}
 				if len(cv.pts) == 0 && cv.note == "" {
 					t.Errorf("%s has no curve and its legend entry does not say why", cv.name)
+				}
+				if cv.reference && len(cv.pts) != 2 {
+					t.Errorf("baseline %s has %d points to draw; want its two ends", cv.name, len(cv.pts))
 				}
 			}
 			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".png")
@@ -206,4 +212,20 @@ func TestProgress(t *testing.T) {
 	var q *Progress
 	q.Step("nothing") // a nil Progress (-quiet) does nothing
 	NewProgress(nil, "quiet", 3).Step("nothing")
+}
+
+// TestStartsOffAxis: with FitAfterStart, curves that all start at the same
+// value off the axis say so once, beside the y label, not in every legend
+// entry.
+func TestStartsOffAxis(t *testing.T) {
+	x := []float64{0, 1, 2, 3}
+	pl := Plot{FitAfterStart: true, Series: []Series{{Name: "a", X: x, Y: []float64{0.1, 0.7, 0.72, 0.75}},
+		{Name: "b", X: x, Y: []float64{0.1, 0.6, 0.65, 0.7}}, {Name: "base", X: []float64{0, 3}, Y: []float64{0.69, 0.69}, Reference: true}}}
+	b := pl.build()
+	if b.yNote != "every curve starts at 0.1, off the axis" || b.curves[0].note != "" || b.curves[1].note != "" {
+		t.Errorf("y note %q, legend notes %q, %q", b.yNote, b.curves[0].note, b.curves[1].note)
+	}
+	if b.p.Y.Min != 0.6 || b.p.Y.Max != 0.75 {
+		t.Errorf("y axis [%g, %g]; want [0.6, 0.75], the points after the starts", b.p.Y.Min, b.p.Y.Max)
+	}
 }
