@@ -6,7 +6,10 @@
 // recording figures at checkpoints (Run), counting per-sample oracle
 // evaluations (Counting), solving a lower-level problem to tolerance
 // (SolveInner) for baselines and exact value functions, evaluating linear
-// classifiers, aggregating runs over seeds and parsing list flags.
+// classifiers, aggregating runs over seeds and reporting the runs that
+// failed (Failed, FailureNote), and checking every flag before any work
+// (Check, whose messages name the flag and what to give; Main, which exits
+// with status 1 when a value is refused).
 //
 // It is internal: the programs use it, users of the toolkit should not.
 package experiment
