@@ -24,6 +24,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -441,6 +442,9 @@ func write(path func(string) string, all []outcome, c config) error {
 					obj, gn = append(obj, r.Upper), append(gn, r.HypergradNorm)
 				}
 			}
+			if prob != "quadratic" { // minibatches: every iteration is noisy
+				obj, gn = runningMedian(obj, smoothing), runningMedian(gn, smoothing)
+			}
 			// A method that failed or was skipped is in the legend with why.
 			byTime = append(byTime, report.Series{Name: o.Method, X: ts, Y: obj, Note: o.Err})
 			byCalls = append(byCalls, report.Series{Name: o.Method, X: cs, Y: obj, Note: o.Err})
@@ -461,11 +465,31 @@ func write(path func(string) string, all []outcome, c config) error {
 			{prob + "_hypergrad_vs_time.png", "seconds", gradLabel, report.Log, gTime},
 			{prob + "_hypergrad_vs_calls.png", "oracle calls", gradLabel, report.Log, gCalls},
 		} {
-			p := report.Plot{Title: prob, XLabel: pl.x, YLabel: pl.y, XScale: report.Linear, YScale: pl.scale, Series: pl.s}
+			title := prob
+			if prob != "quadratic" {
+				title += fmt.Sprintf(" (median over %d iterations; trace.csv holds every one)", smoothing)
+			}
+			p := report.Plot{Title: title, XLabel: pl.x, YLabel: pl.y, XScale: report.Linear, YScale: pl.scale, Series: pl.s}
 			if err := p.Save(path(pl.file)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// smoothing is the window of the running median that the plots of the
+// problems with minibatches draw, whose values jump from one iteration to
+// the next.
+const smoothing = 21
+
+// runningMedian returns the median of each window of k values of v
+// centred on it (shorter at the ends).
+func runningMedian(v []float64, k int) []float64 {
+	out := make([]float64, len(v))
+	for i := range v {
+		lo, hi := max(0, i-k/2), min(len(v), i+k/2+1)
+		out[i] = experiment.MedianOf(slices.Clone(v[lo:hi]))
+	}
+	return out
 }
