@@ -168,17 +168,19 @@ func (pl *Plot) build() *built {
 		nonFinite, nonPos := 0, 0
 		for k := range min(len(s.X), len(s.Y)) {
 			x, y := s.X[k], s.Y[k]
-			switch {
-			case !finite(x) || !finite(y):
+			if !finite(x) || !finite(y) {
 				nonFinite++
 				continue
-			case logX && x <= 0 && s.Reference:
-				x = xpos // a baseline from 0 starts at the axis
-			case logX && x <= 0:
-				continue // the start (iteration 0) of a run on a log axis
-			case logY && y <= 0:
+			}
+			if logY && y <= 0 {
 				nonPos++
 				continue
+			}
+			if logX && x <= 0 {
+				if !s.Reference {
+					continue // the start (iteration 0) of a run on a log axis
+				}
+				x = xpos // a baseline from 0 starts at the axis
 			}
 			c.pts = append(c.pts, plotter.XY{X: x, Y: y})
 			xmin, xmax = math.Min(xmin, x), math.Max(xmax, x)
@@ -229,13 +231,16 @@ func (pl *Plot) build() *built {
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // noteStarts says where the curves whose start lies off [lo, hi] start:
-// once, in yNote, when they all start at the same value, else in each
-// curve's note.
+// once, in yNote, when every curve does and at the same value, else in
+// each such curve's note.
 func (b *built) noteStarts(lo, hi float64) {
 	var off []*curve
-	same := true
+	same, drawn := true, 0
 	for i := range b.curves {
 		c := &b.curves[i]
+		if len(c.pts) > 0 && !c.reference {
+			drawn++
+		}
 		if len(c.pts) > 0 && (c.pts[0].Y < lo || c.pts[0].Y > hi) {
 			same = same && (len(off) == 0 || c.pts[0].Y == off[0].pts[0].Y)
 			off = append(off, c)
@@ -245,7 +250,7 @@ func (b *built) noteStarts(lo, hi float64) {
 		return
 	}
 	start := func(c *curve) string { return strconv.FormatFloat(c.pts[0].Y, 'g', 3, 64) }
-	if same && len(off) > 1 {
+	if same && len(off) > 1 && len(off) == drawn {
 		b.yNote = "every curve starts at " + start(off[0]) + ", off the axis"
 		return
 	}
