@@ -159,9 +159,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	for _, f := range []struct {
 		name   string
 		v, low int
-	}{{"queries", c.Queries, 1}, {"filters", c.Filters, 1}, {"iters", c.Iters, 0}, {"batch", c.Batch, 1}, {"steps", c.Steps, 1},
+	}{{"queries", c.Queries, 1}, {"filters", c.Filters, 1}, {"iters", c.Iters, 1}, {"batch", c.Batch, 1}, {"steps", c.Steps, 1},
 		{"anil-steps", c.ANILSteps, 1}, {"cg", c.CG, 1}, {"eval-tasks", c.EvalTasks, 2}, {"eval-every", c.EvalEvery, 1},
-		{"curve-tasks", c.CurveSize, 2}, {"probe-steps", c.ProbeSteps, 0}, {"pretrain-steps", c.PretrainSteps, 0},
+		{"curve-tasks", c.CurveSize, 2}, {"probe-steps", c.ProbeSteps, 1}, {"pretrain-steps", c.PretrainSteps, 1},
 		{"pretrain-batch", c.PretrainBatch, 1}, {"checkpoint-every", c.CheckpointEvery, 1}} {
 		ck.Int(f.name, f.v, f.low, maxSize)
 	}

@@ -137,7 +137,8 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"-methods", "itd,itd"}, Want: "-methods"},
 		{Args: []string{"-lr", "0"}, Want: "-lr 0"},
 		{Args: []string{"-alpha", "Inf"}, Want: "-alpha"},
-		{Args: []string{"-iters", "-1"}, Want: "-iters -1"},
+		{Args: []string{"-iters", "-1"}, Want: "-iters -1"}, {Args: []string{"-iters", "0"}, Want: "-iters 0"},
+		{Args: []string{"-pretrain-steps", "0"}, Want: "-pretrain-steps 0"},
 		{Args: []string{"-eval-tasks", "1"}, Want: "-eval-tasks 1"},
 	})
 	// -h documents every flag.
