@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -50,7 +52,8 @@ import (
 // and H_t⁻¹ h_t is kept in State.V.
 //
 // Oracle calls per iteration: 1 GradF, 1 GradG and 2 dense matrices
-// (∇xy g and ∇yy g, see DenseProblem; assembled they cost DimY HVPs and
+// (∇xy g and ∇yy g, by HessXY and HessYY where the problem declares them;
+// assembled they cost DimY HVPs and
 // min(DimX, DimY) mixed products), one eigendecomposition of a DimY × DimY
 // matrix and, if CGxy > 0, one SVD of a DimX × DimY matrix.
 type MGBiO struct {
@@ -75,18 +78,12 @@ type MGBiO struct {
 var _ Method = MGBiO{}
 
 // Init implements Method. It allocates State.V.
-func (m MGBiO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m MGBiO) Init(p oracle.Problem, st *State) error {
+	return mgbioInit(p, st, m.core(), m.Lambda, []error{
 		checkDenseParam("MGBiO.Eta", m.Eta, "1"),
 		mgbioCheck("MGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
-	)
-	if err != nil {
-		return err
-	}
-	if m.Eta > 1 {
-		return fmt.Errorf("MGBiO.Eta = %v: set η in (0, 1], or 0 for 1", m.Eta)
-	}
-	return mgbioInit(p, st, m.core(), m.Lambda == 0 || m.Mu == 0)
+		checkAtMost("MGBiO.Eta", m.Eta, 1, "set η in (0, 1], or 0 for 1"),
+	})
 }
 
 func (m MGBiO) core() mgbioCore {
@@ -94,7 +91,7 @@ func (m MGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m MGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m MGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	eta := m.Eta
 	if eta == 0 {
 		eta = 1
@@ -171,18 +168,14 @@ type MSGBiO struct {
 var _ Method = MSGBiO{}
 
 // Init implements Method. It allocates State.V and the estimates.
-func (m MSGBiO) Init(p Problem, st *State) error {
+func (m MSGBiO) Init(p oracle.Problem, st *State) error {
 	c := m.core()
-	err := firstErr(
+	return mgbioInit(p, st, c, m.Lambda, []error{
 		mgbioCheck("MSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("MSGBiO", m.K, m.M, m.C),
 		checkBatch(p, "MSGBiO.LowerBatch", m.LowerBatch, Lower),
 		checkBatch(p, "MSGBiO.UpperBatch", m.UpperBatch, Upper),
-	)
-	if err != nil {
-		return err
-	}
-	return mgbioInit(p, st, c, m.Lambda == 0 || m.Mu == 0)
+	})
 }
 
 func (m MSGBiO) core() mgbioCore {
@@ -192,7 +185,7 @@ func (m MSGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m MSGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m MSGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	c := m.core()
 	return c.stochasticIterate(p, st, m.Gamma, m.Lambda)
 }
@@ -235,18 +228,14 @@ var _ Method = VRMSGBiO{}
 
 // Init implements Method. It allocates State.V, the estimates and the
 // previous iterate.
-func (m VRMSGBiO) Init(p Problem, st *State) error {
+func (m VRMSGBiO) Init(p oracle.Problem, st *State) error {
 	c := m.core()
-	err := firstErr(
+	return mgbioInit(p, st, c, m.Lambda, []error{
 		mgbioCheck("VRMSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("VRMSGBiO", m.K, m.M, m.C),
 		checkBatch(p, "VRMSGBiO.LowerBatch", m.LowerBatch, Lower),
 		checkBatch(p, "VRMSGBiO.UpperBatch", m.UpperBatch, Upper),
-	)
-	if err != nil {
-		return err
-	}
-	return mgbioInit(p, st, c, m.Lambda == 0 || m.Mu == 0)
+	})
 }
 
 func (m VRMSGBiO) core() mgbioCore {
@@ -256,7 +245,7 @@ func (m VRMSGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m VRMSGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m VRMSGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	c := m.core()
 	return c.stochasticIterate(p, st, m.Gamma, m.Lambda)
 }
@@ -383,12 +372,12 @@ func mgbioCheck(name string, gamma, lambda, mu, lg, cfy, cgxy float64, st *State
 	return nil
 }
 
-// mgbioInit estimates L if needed and allocates the method's buffers.
-func mgbioInit(p Problem, st *State, c mgbioCore, needL bool) error {
-	if needL {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
+// mgbioInit runs the method's checks, estimates L if the lower step lambda
+// or μ is a default, and allocates the method's buffers.
+func mgbioInit(p oracle.Problem, st *State, c mgbioCore, lambda float64, checks []error) error {
+	err := methodInit{name: c.name, checks: checks, steps: []float64{lambda, c.mu}, v: true}.run(p, st)
+	if err != nil {
+		return err
 	}
 	if c.mu == 0 && c.lg > 0 && c.lg < st.Scalars[keyCurvature]/1000 {
 		return fmt.Errorf("%s.Lg = %v is below the default μ = L/1000 = %v: set Mu", c.name, c.lg, st.Scalars[keyCurvature]/1000)
@@ -405,14 +394,11 @@ func mgbioInit(p Problem, st *State, c mgbioCore, needL bool) error {
 		st.Vec(c.key+"xprev", nx)
 		st.Vec(c.key+"yprev", ny)
 	}
-	if st.V == nil {
-		st.V = make([]float64, ny)
-	}
 	return nil
 }
 
 // stochasticIterate resolves the schedule of iteration k = t−1 and runs it.
-func (c mgbioCore) stochasticIterate(p Problem, st *State, gamma, lambda float64) (Iteration, error) {
+func (c mgbioCore) stochasticIterate(p oracle.Problem, st *State, gamma, lambda float64) (Iteration, error) {
 	t := st.Iter + 1
 	if lambda == 0 {
 		l := st.Scalars[keyCurvature]
@@ -429,10 +415,10 @@ func (c mgbioCore) stochasticIterate(p Problem, st *State, gamma, lambda float64
 // the estimates at (x_t, y_t) with the weights w (β_t, β̂_t, α_t, α̂_t, α̃_t;
 // unused at k = 0 and by MGBiO, whose estimates are the fresh values), then
 // w_t, and moves x and y with η = η_t.
-func (c mgbioCore) iterate(p Problem, st *State, gamma, lambda, eta float64, w [5]float64) (Iteration, error) {
+func (c mgbioCore) iterate(p oracle.Problem, st *State, gamma, lambda, eta float64, w [5]float64) (Iteration, error) {
 	k, nx, ny := st.Iter, p.DimX(), p.DimY()
 	x, y := st.X, st.Y
-	mu, lg := c.mu, denseRadius(c.lg)
+	mu := c.mu
 	if mu == 0 {
 		mu = st.Scalars[keyCurvature] / 1000
 	}
@@ -482,14 +468,20 @@ func (c mgbioCore) iterate(p Problem, st *State, gamma, lambda, eta float64, w [
 	if err := denseClipSpectral(g, nx, ny, denseRadius(c.cgxy)); err != nil {
 		return Iteration{}, err
 	}
-	var hinv denseSymClip
-	if err := hinv.project(hh, hh, ny, mu, lg); err != nil {
+	hinv := implicit.Spectral{Lo: mu, Hi: c.lg}
+	if err := hinv.Factorize(hh, hh, ny); err != nil {
 		return Iteration{}, err
 	}
-	hinv.solve(st.V, h)
-	wt := st.Work("mgbio.w", nx)
-	denseMulVec(wt, g, nx, ny, st.V)
-	floats.SubTo(wt, u, wt) // w_t = u_t − G_t H_t⁻¹ h_t: eq. 9/15, not the "+" of eq. 12
+	// w_t = u_t − G_t H_t⁻¹ h_t: eq. 9/15, not the "+" of eq. 12; H_t⁻¹ h_t
+	// is kept in V.
+	wt, err := estimate(st, st.V, implicit.System{
+		Gradient: func(gx, gy []float64) { copy(gx, u); copy(gy, h) },
+		Solve:    spectralSolve(&hinv),
+		Cross:    func(dst, v []float64) { denseMulVec(dst, g, nx, ny, v) },
+	})
+	if err != nil {
+		return Iteration{}, err
+	}
 	norm := floats.Norm(wt, 2)
 
 	if c.storm {

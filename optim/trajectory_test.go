@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gobilevel/bilevel/internal/trajectory"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // updateTrajectories rewrites the golden trajectories from the current
@@ -26,7 +27,7 @@ type trajRecorder struct {
 	norm    float64
 }
 
-func (r *trajRecorder) Init(p Problem, st *State) error {
+func (r *trajRecorder) Init(p oracle.Problem, st *State) error {
 	if err := r.m.Init(p, st); err != nil {
 		return err
 	}
@@ -35,7 +36,7 @@ func (r *trajRecorder) Init(p Problem, st *State) error {
 	return nil
 }
 
-func (r *trajRecorder) Iterate(p Problem, st *State) (Iteration, error) {
+func (r *trajRecorder) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	if r.pending != nil && len(r.run.Steps) == 0 { // Init's state, accepted by Solve
 		r.run.Steps = append(r.run.Steps, *r.pending)
 	}
@@ -82,7 +83,7 @@ func trajSnapshot(st *State, norm float64) trajectory.Step {
 // trajCase is one recorded run.
 type trajCase struct {
 	name   string
-	p      Problem
+	p      oracle.Problem
 	x0, y0 []float64
 	s      Settings
 	m      Method
@@ -122,7 +123,20 @@ func trajRun(t *testing.T, c trajCase) *trajectory.Run {
 
 // trajTolerances are the runs whose arithmetic changed on purpose, with
 // the reason; every other run must repeat the golden file bit for bit.
-var trajTolerances = map[string]trajectory.Tolerance{}
+var trajTolerances = func() map[string]trajectory.Tolerance {
+	// One curvature estimator (issue 14): the AiPOD family's default step
+	// sizes came from up to 100 power-iteration HVPs (84 on these problems,
+	// cached under its own key) and now come from the min(30, DimY) = 5
+	// Lanczos steps every other method uses. Lanczos finds L = 2 exactly,
+	// power iteration stopped at 2 − 5.8e-12; the runs agree to 1e-10 and
+	// cost 79 HVPs less in Init.
+	curvature := trajectory.Tolerance{Rel: 1e-10, Offset: []int64{0, 0, 0, 0, 0, -79}, Reason: "one curvature estimator: Lanczos, not power iteration"}
+	return map[string]trajectory.Tolerance{
+		"AiPOD sto default steps":            curvature,
+		"E2AiPOD sto warm":                   curvature,
+		"FedNestBaseline one client default": curvature,
+	}
+}()
 
 // trajCases are the recorded runs: every method, deterministic (whole data
 // sets) and stochastic (minibatches), default and explicit step sizes,
@@ -139,28 +153,28 @@ func trajCases(t *testing.T) []trajCase {
 	xeq := []float64{1, -1, 0.5}
 	eq.upper.Project(xeq, xeq)
 	sgd, adam := SGD{LR: 0.2}, Adam{LR: 0.05}
-	nanAt := func(oracle string) Problem {
-		return &nanProblem{quadratic: stochasticProblem(t), oracle: oracle, at: 4}
+	nanAt := func(name string) oracle.Problem {
+		return &nanProblem{quadratic: stochasticProblem(t), oracle: name, at: 4}
 	}
 	const k = 12
 	return []trajCase{
 		{"AIDBiO det", det, x0, nil, Settings{}, AIDBiO{Alpha: 0.5, D: 4, N: 3, Outer: sgd}, k},
 		{"AIDBiO default α CGTol Adam", det, x0, nil, Settings{}, AIDBiO{D: 3, N: 5, CGTol: 1e-3, Outer: adam}, k},
 		{"AIDBiO increasing", det, x0, nil, Settings{}, AIDBiO{Alpha: 0.5, IncreasingD: 2, N: 3, Outer: sgd}, k},
-		{"AIDBiO sto momentum", sto, x0, nil, Settings{Seed: 7}, AIDBiO{Alpha: 0.5, D: 3, N: 3, InnerBatch: 16, HessianBatch: 32, OuterBatch: 16, Outer: SGD{LR: 0.1, Momentum: 0.9}}, k},
-		{"AIDBiO sto shuffled", sto, x0, nil, Settings{Seed: 8, Sampling: Shuffled}, AIDBiO{D: 2, N: 4, InnerBatch: 30, HessianBatch: 30, OuterBatch: 30, Outer: adam}, k},
+		{"AIDBiO sto momentum", sto, x0, nil, Settings{Seed: 7}, AIDBiO{Alpha: 0.5, D: 3, N: 3, InnerBatch: 16, HessianBatch: 32, UpperBatch: 16, Outer: SGD{LR: 0.1, Momentum: 0.9}}, k},
+		{"AIDBiO sto shuffled", sto, x0, nil, Settings{Seed: 8, Sampling: Shuffled}, AIDBiO{D: 2, N: 4, InnerBatch: 30, HessianBatch: 30, UpperBatch: 30, Outer: adam}, k},
 		{"ITDBiO det", det, x0, nil, Settings{}, ITDBiO{Alpha: 0.5, D: 5, Outer: sgd}, k},
-		{"ITDBiO sto default α projected", sto, x0, nil, Settings{Seed: 3, Sampling: Shuffled, ProjectX: mustBall([]float64{0, 0, 0}, 0.3)}, ITDBiO{D: 4, InnerBatch: 16, OuterBatch: 16, Outer: adam}, k},
+		{"ITDBiO sto default α projected", sto, x0, nil, Settings{Seed: 3, Sampling: Shuffled, ProjectX: mustBall([]float64{0, 0, 0}, 0.3)}, ITDBiO{D: 4, InnerBatch: 16, UpperBatch: 16, Outer: adam}, k},
 		{"StocBiO det", det, x0, nil, Settings{}, StocBiO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 5, Outer: sgd}, k},
-		{"StocBiO sto default", sto, x0, nil, Settings{Seed: 42, Sampling: Shuffled}, StocBiO{D: 3, Q: 5, InnerBatch: 30, HessianBatch: 30, MixedBatch: 30, OuterBatch: 30, Outer: adam}, k},
+		{"StocBiO sto default", sto, x0, nil, Settings{Seed: 42, Sampling: Shuffled}, StocBiO{D: 3, Q: 5, InnerBatch: 30, HessianBatch: 30, MixedBatch: 30, UpperBatch: 30, Outer: adam}, k},
 		{"AmIGO det", det, x0, nil, Settings{}, AmIGO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 3, Outer: sgd}, k},
-		{"AmIGO sto default", sto, x0, nil, Settings{Seed: 5}, AmIGO{D: 2, Q: 4, InnerBatch: 20, HessianBatch: 20, MixedBatch: 20, OuterBatch: 20, Outer: adam}, k},
+		{"AmIGO sto default", sto, x0, nil, Settings{Seed: 5}, AmIGO{D: 2, Q: 4, InnerBatch: 20, HessianBatch: 20, MixedBatch: 20, UpperBatch: 20, Outer: adam}, k},
 		{"BSA det", det, x0, nil, Settings{Seed: 1}, BSA{Alpha: 0.5, Eta: 0.5, D: 3, N: 6, Outer: sgd}, k},
-		{"BSA sto decay", sto, x0, nil, Settings{Seed: 2}, BSA{D: 2, N: 5, OuterDecay: 0.5, InnerBatch: 10, HessianBatch: 10, MixedBatch: 10, OuterBatch: 10, Outer: sgd}, k},
+		{"BSA sto decay", sto, x0, nil, Settings{Seed: 2}, BSA{D: 2, N: 5, OuterDecay: 0.5, InnerBatch: 10, HessianBatch: 10, MixedBatch: 10, UpperBatch: 10, Outer: sgd}, k},
 		{"SOBA det", det, x0, nil, Settings{}, SOBA{Rho: 0.5, Outer: sgd}, k},
-		{"SOBA sto decay", sto, x0, nil, Settings{Seed: 4}, SOBA{InnerDecay: 0.4, OuterDecay: 0.6, InnerBatch: 10, OuterBatch: 10, Outer: sgd}, k},
+		{"SOBA sto decay", sto, x0, nil, Settings{Seed: 4}, SOBA{InnerDecay: 0.4, OuterDecay: 0.6, InnerBatch: 10, UpperBatch: 10, Outer: sgd}, k},
 		{"TTSA det horizon", det, x0, nil, Settings{Seed: 1}, TTSA{Beta: 0.5, Eta: 0.5, N: 5, Horizon: 50, Outer: sgd}, k},
-		{"TTSA sto", sto, x0, nil, Settings{Seed: 6}, TTSA{N: 4, InnerBatch: 10, HessianBatch: 10, MixedBatch: 10, OuterBatch: 10, Outer: sgd}, k},
+		{"TTSA sto", sto, x0, nil, Settings{Seed: 6}, TTSA{N: 4, InnerBatch: 10, HessianBatch: 10, MixedBatch: 10, UpperBatch: 10, Outer: sgd}, k},
 		{"STABLE det assembled", det, x0, nil, Settings{}, STABLE{Alpha: 0.1}, k},
 		{"STABLE det dense", ddet, x0, nil, Settings{}, STABLE{Alpha: 0.1, Tau: 0.5}, k},
 		{"STABLE sto decaying", dsto, x0, nil, Settings{Seed: 9}, STABLE{Alpha: 0.05, Beta: 0.4, Schedule: STABLEDecaying, Mu: 0.8, CXY: 1, LowerBatch: 20, UpperBatch: 20}, k},
@@ -172,20 +186,20 @@ func trajCases(t *testing.T) []trajCase {
 		{"VRMSGBiO sto", sto, x0, nil, Settings{Seed: 12}, VRMSGBiO{Gamma: 0.05, Lambda: 0.2, LowerBatch: 20, UpperBatch: 20}, k},
 		{"NBOGD det warmup", det, x0, nil, Settings{}, NBOGD{Updates: 3, Outer: sgd, Warmup: NBOWarmup{N0: 3, Q0: 2}}, k},
 		{"NBOGD det", det, x0, nil, Settings{}, NBOGD{Gamma: 0.5, Outer: sgd}, k},
-		{"NSBOSGD sto warmup", sto, x0, nil, Settings{Seed: 13}, NSBOSGD{Updates: 3, HessianBatch: 10, ResidualBatch: 10, GradBatch: 20, MixedBatch: 10, OuterBatch: 10, Outer: sgd,
-			Warmup: NBOWarmup{N0: 2, Q0: 2}, WarmupBatch: 10, WarmupOuterBatch: 10}, k},
+		{"NSBOSGD sto warmup", sto, x0, nil, Settings{Seed: 13}, NSBOSGD{Updates: 3, HessianBatch: 10, ResidualBatch: 10, GradBatch: 20, MixedBatch: 10, UpperBatch: 10, Outer: sgd,
+			Warmup: NBOWarmup{N0: 2, Q0: 2}, WarmupBatch: 10, WarmupUpperBatch: 10}, k},
 		{"AiPOD det partial sum", eq, xeq, nil, Settings{ProjectX: eq.upper}, AiPOD{Alpha: 0.2, Beta: 0.5, S: 3, N: 6, Eta: 0.5, Series: NeumannPartialSum, Lower: eq.lower}, k},
 		{"AiPOD det coupled random term", eqc, xeq, nil, Settings{Seed: 14, ProjectX: eq.upper}, AiPOD{Alpha: 0.2, Beta: 0.5, S: 3, N: 6, Eta: 0.5, Lower: eqc.lower}, k},
-		{"AiPOD sto default steps", eqs, xeq, nil, Settings{Seed: 15}, AiPOD{Alpha: 0.1, S: 2, N: 5, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, OuterBatch: 10}, k},
+		{"AiPOD sto default steps", eqs, xeq, nil, Settings{Seed: 15}, AiPOD{Alpha: 0.1, S: 2, N: 5, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, UpperBatch: 10}, k},
 		{"EAiPOD det", eqc, xeq, nil, Settings{Seed: 16, ProjectX: eq.upper}, EAiPOD{Alpha: 0.1, Beta: 0.5, S: 4, N: 5, Eta: 0.5, Lower: eqc.lower, P: 0.5, T: 2, Delta: 1.5}, k},
-		{"EAiPOD sto partial sum", eqs, xeq, nil, Settings{Seed: 17}, EAiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, OuterBatch: 10}, k},
+		{"EAiPOD sto partial sum", eqs, xeq, nil, Settings{Seed: 17}, EAiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, UpperBatch: 10}, k},
 		{"E2AiPOD det", eq, xeq, nil, Settings{Seed: 18, ProjectX: eq.upper}, E2AiPOD{Alpha: 0.2, Beta: 0.5, S: 3, P: 0.5, Rho: 0.5, Q: 0.5, N: 6, T: 2, Lower: eq.lower}, k},
-		{"E2AiPOD sto warm", eqs, xeq, nil, Settings{Seed: 19}, E2AiPOD{Alpha: 0.1, S: 3, N: 5, WarmStart: true, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, OuterBatch: 10}, k},
+		{"E2AiPOD sto warm", eqs, xeq, nil, Settings{Seed: 19}, E2AiPOD{Alpha: 0.1, S: 3, N: 5, WarmStart: true, Lower: eqs.lower, InnerBatch: 10, HessianBatch: 10, UpperBatch: 10}, k},
 		{"FedEAiPOD", fedp, x0, nil, Settings{Seed: 20}, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 5, Eta: 0.5, Series: NeumannPartialSum, P: 0.5, T: 2}, Clients: fed}, k},
-		{"FedEAiPOD sto random term", fedp, x0, nil, Settings{Seed: 21}, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, InnerBatch: 4, HessianBatch: 4, OuterBatch: 4}, Clients: fed}, k},
+		{"FedEAiPOD sto random term", fedp, x0, nil, Settings{Seed: 21}, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, InnerBatch: 4, HessianBatch: 4, UpperBatch: 4}, Clients: fed}, k},
 		{"FedE2AiPOD", fedp, x0, nil, Settings{Seed: 22}, FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 0.5, Rho: 0.5, Q: 0.5, N: 5, T: 2, WarmStart: true}, Clients: fed}, k},
 		{"FedNestBaseline", fedp, x0, nil, Settings{Seed: 23}, FedNestBaseline{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, Series: NeumannPartialSum, Clients: fed}, k},
-		{"FedNestBaseline one client default", fedp, x0, nil, Settings{Seed: 24}, FedNestBaseline{Alpha: 0.1, S: 2, N: 4, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8}, k},
+		{"FedNestBaseline one client default", fedp, x0, nil, Settings{Seed: 24}, FedNestBaseline{Alpha: 0.1, S: 2, N: 4, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, k},
 		{"AIDBiO NaN in HVP", nanAt("HVP"), x0, nil, Settings{}, AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: sgd}, k},
 		{"AIDBiO NaN in MixedXY", nanAt("MixedXY"), x0, nil, Settings{}, AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: sgd}, k},
 		{"StocBiO NaN in HVP", nanAt("HVP"), x0, nil, Settings{Seed: 1}, StocBiO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 3, InnerBatch: 5, HessianBatch: 5, Outer: sgd}, k},
