@@ -60,6 +60,9 @@ func TestTrajectories(t *testing.T) {
 		{"ANIL", Settings{Gradient: ANIL, Steps: 3, Alpha: 0.5, Workers: 2}},
 		{"ANIL direct", Settings{Gradient: ANIL, Steps: 2, Alpha: 0.5, Backprop: Direct, Workers: 1}},
 		{"ANIL first order", Settings{Gradient: ANIL, Steps: 3, Alpha: 0.5, FirstOrder: true, Workers: 2}},
+		{"ITD α=0.3", Settings{Gradient: ITD, Steps: 4, Alpha: 0.3, Workers: 2}},
+		{"AID α=0.3", Settings{Gradient: AID, Steps: 4, Alpha: 0.3, CGSteps: 3, Backprop: Direct, Workers: 1}},
+		{"ANIL α=0.3", Settings{Gradient: ANIL, Steps: 3, Alpha: 0.3, Workers: 2}},
 	} {
 		c.s.Outer.LR = 1e-2
 		c.s.TaskBatch = 3

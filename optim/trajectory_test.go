@@ -131,7 +131,15 @@ var trajTolerances = func() map[string]trajectory.Tolerance {
 	// power iteration stopped at 2 − 5.8e-12; the runs agree to 1e-10 and
 	// cost 79 HVPs less in Init.
 	curvature := trajectory.Tolerance{Rel: 1e-10, Offset: []int64{0, 0, 0, 0, 0, -79}, Reason: "one curvature estimator: Lanczos, not power iteration"}
+	// One Neumann series (issue 14): implicit.Neumann accumulates η·r_i
+	// term by term, where the AiPOD family's own partial sum added the
+	// terms and scaled by η once. The two agree in exact arithmetic, and
+	// bit for bit when η is a power of two (the runs with η = 1/2 above);
+	// with η = 0.3 they differ in the last bits.
+	series := trajectory.Tolerance{Rel: 1e-13, Reason: "one Neumann series: η·Σ r_i summed as Σ η·r_i"}
 	return map[string]trajectory.Tolerance{
+		"AiPOD det partial sum η=0.3":        series,
+		"FedNestBaseline partial sum η=0.3":  series,
 		"AiPOD sto default steps":            curvature,
 		"E2AiPOD sto warm":                   curvature,
 		"FedNestBaseline one client default": curvature,
@@ -200,6 +208,14 @@ func trajCases(t *testing.T) []trajCase {
 		{"FedE2AiPOD", fedp, x0, nil, Settings{Seed: 22}, FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 0.5, Rho: 0.5, Q: 0.5, N: 5, T: 2, WarmStart: true}, Clients: fed}, k},
 		{"FedNestBaseline", fedp, x0, nil, Settings{Seed: 23}, FedNestBaseline{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, Series: NeumannPartialSum, Clients: fed}, k},
 		{"FedNestBaseline one client default", fedp, x0, nil, Settings{Seed: 24}, FedNestBaseline{Alpha: 0.1, S: 2, N: 4, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, k},
+		{"AiPOD det partial sum η=0.3", eq, xeq, nil, Settings{ProjectX: eq.upper}, AiPOD{Alpha: 0.2, Beta: 0.5, S: 3, N: 6, Eta: 0.3, Series: NeumannPartialSum, Lower: eq.lower}, k},
+		{"FedNestBaseline partial sum η=0.3", fedp, x0, nil, Settings{Seed: 23}, FedNestBaseline{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.3, Series: NeumannPartialSum, Clients: fed}, k},
+		{"StocBiO det η=0.3", det, x0, nil, Settings{}, StocBiO{Alpha: 0.3, Eta: 0.3, D: 3, Q: 5, Outer: sgd}, k},
+		{"AmIGO det η=0.3", det, x0, nil, Settings{}, AmIGO{Alpha: 0.3, Eta: 0.3, D: 3, Q: 3, Outer: sgd}, k},
+		{"BSA det η=0.3", det, x0, nil, Settings{Seed: 1}, BSA{Alpha: 0.3, Eta: 0.3, D: 3, N: 6, Outer: sgd}, k},
+		{"SOBA det ρ=0.3", det, x0, nil, Settings{}, SOBA{Rho: 0.3, Outer: sgd}, k},
+		{"NBOGD det γ=0.3", det, x0, nil, Settings{}, NBOGD{Gamma: 0.3, Updates: 4, Outer: sgd}, k},
+		{"E2AiPOD det ρ=0.3", eq, xeq, nil, Settings{Seed: 18, ProjectX: eq.upper}, E2AiPOD{Alpha: 0.2, Beta: 0.3, S: 3, P: 0.5, Rho: 0.3, Q: 0.5, N: 6, T: 2, Lower: eq.lower}, k},
 		{"AIDBiO NaN in HVP", nanAt("HVP"), x0, nil, Settings{}, AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: sgd}, k},
 		{"AIDBiO NaN in MixedXY", nanAt("MixedXY"), x0, nil, Settings{}, AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: sgd}, k},
 		{"StocBiO NaN in HVP", nanAt("HVP"), x0, nil, Settings{Seed: 1}, StocBiO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 3, InnerBatch: 5, HessianBatch: 5, Outer: sgd}, k},
