@@ -336,6 +336,17 @@ func TestCheckpointCorrupt(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the folder after an atomic write; want 1", len(entries))
 	}
+	// A write killed half-way leaves path.tmp (its one, fixed name), which
+	// the next write replaces: temporary files do not accumulate.
+	if err := os.WriteFile(path+".tmp", []byte("half a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCheckpoint(path, in); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the folder after a write that followed a killed one; want 1", len(entries))
+	}
 	good, _ := os.ReadFile(path)
 	for _, c := range []struct {
 		name string
@@ -470,6 +481,14 @@ func TestSettingsErrors(t *testing.T) {
 	} {
 		if _, err := NewLearner(c.s, tiny, 3); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v; want one containing %q", c.s, err, c.want)
+		}
+	}
+	if _, err := NewLearner(Settings{Gradient: AID, Growth: 1e19}, tiny, 3); err == nil || !strings.Contains(err.Error(), "Growth = 1e+19") {
+		t.Errorf("Growth 1e19: error %v, want one about the schedule", err)
+	}
+	for _, shares := range []int{-1, 9} {
+		if _, err := NewPretrainer(toyData(t, 20, 3), []int{0, 1, 2}, tiny, PretrainSettings{Batch: 16, Shares: shares}); err == nil || !strings.Contains(err.Error(), "Shares") {
+			t.Errorf("Shares = %d of a batch of 16: error %v", shares, err)
 		}
 	}
 	if _, err := ParseGradient("maml"); err == nil {

@@ -251,6 +251,7 @@ func TestBadSettings(t *testing.T) {
 		{"batch too large", x0, y0, Settings{}, StocBiO{UpperBatch: 101, Outer: sgd}, "NumUpper() = 100"},
 		{"lower batch too large", x0, y0, Settings{}, AIDBiO{HessianBatch: 201, Outer: sgd}, "NumLower() = 200"},
 		{"IncreasingD NaN", x0, y0, Settings{}, AIDBiO{IncreasingD: math.NaN(), Outer: sgd}, "AIDBiO.IncreasingD"},
+		{"IncreasingD overflow", x0, y0, Settings{}, AIDBiO{IncreasingD: 1e19, Outer: sgd}, "AIDBiO.IncreasingD = 1e+19"},
 		{"SGD without LR", x0, y0, Settings{}, AIDBiO{Outer: SGD{}}, "SGD.LR = 0"},
 		{"SGD momentum 1", x0, y0, Settings{}, AIDBiO{Outer: SGD{LR: 1, Momentum: 1}}, "SGD.Momentum"},
 		{"Adam negative LR", x0, y0, Settings{}, ITDBiO{Outer: Adam{LR: -1}}, "Adam.LR = -1"},
@@ -269,6 +270,18 @@ func TestBadSettings(t *testing.T) {
 		if res != nil && res.Calls != (oracle.Calls{}) {
 			t.Errorf("%s: %+v oracle calls before the error", c.name, res.Calls)
 		}
+	}
+	// An increasing schedule that passes Init but outgrows MaxInnerSteps
+	// later is an error of that iteration, not an int overflow that would
+	// run no inner step: D_k = ⌈c (k+1)^(1/4)⌉ with c = 2^31 − 2 exceeds
+	// 2^31 − 1 from k = 1 on. (The oracle calls of iteration 0 are not
+	// made: Resume from a state after it.)
+	st := NewState(x0, y0, 0)
+	st.Iter = 1
+	st.Scalars[keyCurvature] = 2
+	_, err := Resume(p, st, &Settings{MaxIter: 2}, AIDBiO{Alpha: 0.5, IncreasingD: MaxInnerSteps - 1, Outer: sgd})
+	if err == nil || !strings.Contains(err.Error(), "iteration 1") || !strings.Contains(err.Error(), "inner steps at iteration 1") {
+		t.Errorf("D_1 beyond MaxInnerSteps: error %v", err)
 	}
 }
 

@@ -416,68 +416,27 @@ func (c mgbioCore) stochasticIterate(p oracle.Problem, st *State, gamma, lambda 
 // unused at k = 0 and by MGBiO, whose estimates are the fresh values), then
 // w_t, and moves x and y with η = η_t.
 func (c mgbioCore) iterate(p oracle.Problem, st *State, gamma, lambda, eta float64, w [5]float64) (Iteration, error) {
-	k, nx, ny := st.Iter, p.DimX(), p.DimY()
+	nx, ny := p.DimX(), p.DimY()
 	x, y := st.X, st.Y
 	mu := c.mu
 	if mu == 0 {
 		mu = st.Scalars[keyCurvature] / 1000
 	}
-	buf := st.Work
-	if c.carry {
-		buf = st.Vec
-	}
-	u, h, v := buf(c.key+"u", nx), buf(c.key+"h", ny), buf(c.key+"v", ny)
-	g, hh := buf(c.key+"G", nx*ny), buf(c.key+"H", ny*ny)
-
-	xi := st.Batch(p, Upper, c.upper)
-	zeta := st.Batch(p, Lower, c.lower)
-	fx, fy, gy := st.Work("mgbio.fx", nx), st.Work("mgbio.fy", ny), st.Work("mgbio.gy", ny)
-	gc, hc := st.Work("mgbio.G", nx*ny), st.Work("mgbio.H", ny*ny)
-	p.GradF(fx, fy, x, y, xi)
-	p.GradG(nil, gy, x, y, zeta)
-	hessXYInto(p, st, gc, x, y, zeta)
-	hessYYInto(p, st, hc, x, y, zeta)
-	switch {
-	case k == 0 || !c.carry: // Algorithm 1, line 3; Algorithms 2–3, line 2
-		copy(u, fx)
-		copy(h, fy)
-		copy(v, gy)
-		copy(g, gc)
-		copy(hh, hc)
-	case c.storm: // Algorithm 3, lines 7–11: the same ξ_t, ζ_t at (x_{t−1}, y_{t−1})
-		xp, yp := st.Vec(c.key+"xprev", nx), st.Vec(c.key+"yprev", ny)
-		fxp, fyp, gyp := st.Work("mgbio.fxp", nx), st.Work("mgbio.fyp", ny), st.Work("mgbio.gyp", ny)
-		gp, hp := st.Work("mgbio.Gp", nx*ny), st.Work("mgbio.Hp", ny*ny)
-		p.GradF(fxp, fyp, xp, yp, xi)
-		p.GradG(nil, gyp, xp, yp, zeta)
-		hessXYInto(p, st, gp, xp, yp, zeta)
-		hessYYInto(p, st, hp, xp, yp, zeta)
-		stormUpdate(u, fxp, fx, w[0])
-		stormUpdate(h, fyp, fy, w[1])
-		stormUpdate(v, gyp, gy, w[2])
-		stormUpdate(g, gp, gc, w[3])
-		stormUpdate(hh, hp, hc, w[4])
-	default: // Algorithm 2, lines 7–11
-		emaUpdate(u, fx, w[0])
-		emaUpdate(h, fy, w[1])
-		emaUpdate(v, gy, w[2])
-		emaUpdate(g, gc, w[3])
-		emaUpdate(hh, hc, w[4])
-	}
-	denseClipNorm(h, denseRadius(c.cfy))
-	if err := denseClipSpectral(g, nx, ny, denseRadius(c.cgxy)); err != nil {
+	e := c.estimates(p, st, w)
+	denseClipNorm(e.h, denseRadius(c.cfy))
+	if err := denseClipSpectral(e.g, nx, ny, denseRadius(c.cgxy)); err != nil {
 		return Iteration{}, err
 	}
 	hinv := implicit.Spectral{Lo: mu, Hi: c.lg}
-	if err := hinv.Factorize(hh, hh, ny); err != nil {
+	if err := hinv.Factorize(e.hh, e.hh, ny); err != nil {
 		return Iteration{}, err
 	}
 	// w_t = u_t − G_t H_t⁻¹ h_t: eq. 9/15, not the "+" of eq. 12; H_t⁻¹ h_t
 	// is kept in V.
 	wt, err := estimate(st, st.V, implicit.System{
-		Gradient: func(gx, gy []float64) { copy(gx, u); copy(gy, h) },
+		Gradient: func(gx, gy []float64) { copy(gx, e.u); copy(gy, e.h) },
 		Solve:    spectralSolve(&hinv),
-		Cross:    func(dst, v []float64) { denseMulVec(dst, g, nx, ny, v) },
+		Cross:    func(dst, v []float64) { denseMulVec(dst, e.g, nx, ny, v) },
 	})
 	if err != nil {
 		return Iteration{}, err
@@ -497,10 +456,65 @@ func (c mgbioCore) iterate(p oracle.Problem, st *State, gamma, lambda, eta float
 		x[i] += eta * (xt[i] - x[i])
 	}
 	for i := range y {
-		yt := y[i] - lambda*v[i]
+		yt := y[i] - lambda*e.v[i]
 		y[i] += eta * (yt - y[i])
 	}
 	return Iteration{HypergradNorm: norm}, nil
+}
+
+// mgbioEstimates are the estimates u ≈ ∇x f, h ≈ ∇y f, v ≈ ∇y g,
+// G ≈ ∇xy g and H ≈ ∇yy g of one iteration, before their projections.
+type mgbioEstimates struct{ u, h, v, g, hh []float64 }
+
+// estimates draws ξ_t and ζ_t and forms the estimates at (x_t, y_t): the
+// fresh values at k = 0 and for MGBiO, else moving averages (MSGBiO) or
+// STORM estimators (VR-MSGBiO) with the weights w, in State.Vecs when they
+// carry over.
+func (c mgbioCore) estimates(p oracle.Problem, st *State, w [5]float64) mgbioEstimates {
+	nx, ny := p.DimX(), p.DimY()
+	x, y := st.X, st.Y
+	buf := st.Work
+	if c.carry {
+		buf = st.Vec
+	}
+	e := mgbioEstimates{u: buf(c.key+"u", nx), h: buf(c.key+"h", ny), v: buf(c.key+"v", ny),
+		g: buf(c.key+"G", nx*ny), hh: buf(c.key+"H", ny*ny)}
+	xi := st.Batch(p, Upper, c.upper)
+	zeta := st.Batch(p, Lower, c.lower)
+	fx, fy, gy := st.Work("mgbio.fx", nx), st.Work("mgbio.fy", ny), st.Work("mgbio.gy", ny)
+	gc, hc := st.Work("mgbio.G", nx*ny), st.Work("mgbio.H", ny*ny)
+	p.GradF(fx, fy, x, y, xi)
+	p.GradG(nil, gy, x, y, zeta)
+	hessXYInto(p, st, gc, x, y, zeta)
+	hessYYInto(p, st, hc, x, y, zeta)
+	switch {
+	case st.Iter == 0 || !c.carry: // Algorithm 1, line 3; Algorithms 2–3, line 2
+		copy(e.u, fx)
+		copy(e.h, fy)
+		copy(e.v, gy)
+		copy(e.g, gc)
+		copy(e.hh, hc)
+	case c.storm: // Algorithm 3, lines 7–11: the same ξ_t, ζ_t at (x_{t−1}, y_{t−1})
+		xp, yp := st.Vec(c.key+"xprev", nx), st.Vec(c.key+"yprev", ny)
+		fxp, fyp, gyp := st.Work("mgbio.fxp", nx), st.Work("mgbio.fyp", ny), st.Work("mgbio.gyp", ny)
+		gp, hp := st.Work("mgbio.Gp", nx*ny), st.Work("mgbio.Hp", ny*ny)
+		p.GradF(fxp, fyp, xp, yp, xi)
+		p.GradG(nil, gyp, xp, yp, zeta)
+		hessXYInto(p, st, gp, xp, yp, zeta)
+		hessYYInto(p, st, hp, xp, yp, zeta)
+		stormUpdate(e.u, fxp, fx, w[0])
+		stormUpdate(e.h, fyp, fy, w[1])
+		stormUpdate(e.v, gyp, gy, w[2])
+		stormUpdate(e.g, gp, gc, w[3])
+		stormUpdate(e.hh, hp, hc, w[4])
+	default: // Algorithm 2, lines 7–11
+		emaUpdate(e.u, fx, w[0])
+		emaUpdate(e.h, fy, w[1])
+		emaUpdate(e.v, gy, w[2])
+		emaUpdate(e.g, gc, w[3])
+		emaUpdate(e.hh, hc, w[4])
+	}
+	return e
 }
 
 // emaUpdate is the moving average of paper 001, eq. 26:

@@ -387,7 +387,8 @@ func (r *runner) init() error {
 	st.Elapsed += time.Since(t)
 	if err := r.failed(-1, err); err != nil {
 		r.finish(r.backup, Failure)
-		if nf := (*NonFiniteError)(nil); errors.As(err, &nf) {
+		var nf *NonFiniteError
+		if errors.As(err, &nf) {
 			return r.save(err)
 		}
 		return err
