@@ -73,20 +73,12 @@ func (s *FixedPoint) solve(dst []float64, op Operator, ops Operators, b []float6
 	if maxIter == 0 {
 		maxIter = 1000
 	}
-	growth := s.MaxGrowth
-	if growth == 0 {
-		growth = defaultMaxGrowth
-	}
+	growth := orFloat(s.MaxGrowth, defaultMaxGrowth)
 	rho := s.Ridge
 	s.r, s.prev = grow(s.r, n), grow(s.prev, n)
 	r, prev := s.r, s.prev
 
-	at := func(k int) Operator {
-		if ops == nil {
-			return op
-		}
-		return ops(k)
-	}
+	at := source{op, ops}.at
 	var st Stats
 	eta := s.Eta
 	if eta == 0 {

@@ -99,19 +99,11 @@ func (s *Neumann) solve(dst []float64, op Operator, ops Operators, b []float64) 
 	if q == 0 {
 		q = 20
 	}
-	growth := s.MaxGrowth
-	if growth == 0 {
-		growth = defaultMaxGrowth
-	}
+	growth := orFloat(s.MaxGrowth, defaultMaxGrowth)
 	s.r, s.ar = grow(s.r, n), grow(s.ar, n)
 	r, ar := s.r, s.ar
 
-	at := func(k int) Operator {
-		if ops == nil {
-			return op
-		}
-		return ops(k)
-	}
+	at := source{op, ops}.at
 	var st Stats
 	var op0 Operator // step 0's operator, asked for once when needed
 	at0 := func() Operator {

@@ -167,6 +167,28 @@ const (
 	defaultMaxGrowth = 10
 )
 
+// source is the operator source of a solve: ops, or op at every step when
+// ops is nil (Solve's fixed operator, without a closure to allocate).
+type source struct {
+	op  Operator
+	ops Operators
+}
+
+func (s source) at(k int) Operator {
+	if s.ops == nil {
+		return s.op
+	}
+	return s.ops(k)
+}
+
+// orFloat returns v, or def when v is 0.
+func orFloat(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
 // isZero reports whether every element of v is zero.
 func isZero(v []float64) bool {
 	for _, e := range v {

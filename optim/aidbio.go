@@ -6,7 +6,6 @@ import (
 
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/floats"
 )
 
 // AIDBiO is AID-BiO, the approximate-implicit-differentiation method of
@@ -124,22 +123,13 @@ func (m AIDBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	if err != nil {
 		return Iteration{}, err
 	}
-	if err := innerSteps(p, st, d, stepOrDefault(m.Alpha, st), m.InnerBatch); err != nil {
-		return Iteration{}, err
-	}
 	var hb []int // one lower batch for the CG system and the mixed product
-	h, err := estimate(st, st.V, implicit.System{
-		Gradient: upperGradient(p, st, m.UpperBatch),
-		Solve: func(v, b []float64) (implicit.Stats, error) {
+	return aidStep{steps: d, alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: func(v, b []float64) (implicit.Stats, error) {
 			hb = st.Batch(p, Lower, m.HessianBatch)
 			return cgOn(implicit.HVPOperator(p, st.X, st.Y, hb), count(m.N, 10), m.CGTol)(v, b)
 		},
-		Cross: func(dst, v []float64) { p.MixedXY(dst, st.X, st.Y, v, hb) },
-	})
-	if err != nil {
-		return Iteration{}, err
-	}
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+		cross: func(dst, v []float64) { p.MixedXY(dst, st.X, st.Y, v, hb) },
+		scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

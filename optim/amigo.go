@@ -5,7 +5,6 @@ import (
 
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/floats"
 )
 
 // AmIGO is the amortized implicit gradient optimizer of Arbel and Mairal,
@@ -70,19 +69,9 @@ func (m AmIGO) Init(p oracle.Problem, st *State) error {
 
 // Iterate implements Method.
 func (m AmIGO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
-	if err := innerSteps(p, st, count(m.D, 10), stepOrDefault(m.Alpha, st), m.InnerBatch); err != nil {
-		return Iteration{}, err
-	}
 	sgd := &implicit.FixedPoint{Eta: stepOrDefault(m.Eta, st), MaxIter: count(m.Q, 10), Tol: -1, MaxGrowth: math.Inf(1)}
-	h, err := estimate(st, st.V, implicit.System{
-		Gradient: upperGradient(p, st, m.UpperBatch),
-		Solve:    solveWith(sgd, hessianSteps(p, st, m.HessianBatch)),
-		Cross:    mixedFresh(p, st, m.MixedBatch),
-	})
-	if err != nil {
-		return Iteration{}, err
-	}
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	return aidStep{steps: count(m.D, 10), alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: solveWith(sgd, hessianSteps(p, st, m.HessianBatch)), cross: mixedFresh(p, st, m.MixedBatch),
+		scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

@@ -3,9 +3,7 @@ package optim
 import (
 	"math"
 
-	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/floats"
 )
 
 // BSA is the bilevel stochastic approximation method of Ghadimi and Wang,
@@ -81,31 +79,19 @@ func (m BSA) Init(p oracle.Problem, st *State) error {
 
 // Iterate implements Method.
 func (m BSA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
-	if err := innerSteps(p, st, count(m.D, 10), stepOrDefault(m.Alpha, st), m.InnerBatch); err != nil {
-		return Iteration{}, err
-	}
-	h, err := bsaEstimate(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch, m.UpperBatch)
-	if err != nil {
-		return Iteration{}, err
-	}
-	norm := floats.Norm(h, 2)
-	if s := baselineDecay(st.Iter, m.OuterDecay); s != 1 {
-		floats.Scale(s, h)
-	}
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	a := bsaStep(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch)
+	a.steps, a.alpha, a.innerBatch, a.upperBatch = count(m.D, 10), stepOrDefault(m.Alpha, st), m.InnerBatch, m.UpperBatch
+	a.scale, a.outer = baselineDecay(st.Iter, m.OuterDecay), m.Outer
+	return a.iterate(p, st)
 }
 
-// bsaEstimate returns, in a Work buffer, the hypergradient estimate of
-// Ghadimi and Wang 2018 (Algorithm 3) at the state's (x, y): it draws D_F
-// (upper), then p ~ Uniform{0..n−1} from st.Rand, then p Hessian batches
-// and the mixed batch, and stores v = n η Π_{i=1}^{p} (I − η H_i) ∇y F in
-// st.V. Averaged over p this is the n-term Neumann series of H⁻¹ ∇y F.
-func bsaEstimate(p oracle.Problem, st *State, eta float64, n, hessBatch, mixedBatch, upperBatch int) ([]float64, error) {
-	clear(st.V) // a cold start: v is not warm-started
-	return estimate(st, st.V, implicit.System{
-		Gradient: upperGradient(p, st, upperBatch),
-		Solve:    neumannSeries(n, eta, math.Inf(1), st.Rand().IntN, hessianSteps(p, st, hessBatch)),
-		Cross:    mixedFresh(p, st, mixedBatch),
-	})
+// bsaStep is the estimate part of an iteration of BSA and TTSA: the
+// hypergradient estimate of Ghadimi and Wang 2018 (Algorithm 3) at the
+// state's (x, y), from a cold v: it draws D_F (upper), then
+// p ~ Uniform{0..n−1} from st.Rand, then p Hessian batches and the mixed
+// batch, and stores v = n η Π_{i=1}^{p} (I − η H_i) ∇y F in st.V.
+// Averaged over p this is the n-term Neumann series of H⁻¹ ∇y F.
+func bsaStep(p oracle.Problem, st *State, eta float64, n, hessBatch, mixedBatch int) aidStep {
+	return aidStep{solve: neumannSeries(n, eta, math.Inf(1), st.Rand().IntN, hessianSteps(p, st, hessBatch)),
+		cross: mixedFresh(p, st, mixedBatch), cold: true}
 }

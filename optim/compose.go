@@ -119,6 +119,45 @@ func cgOn(op implicit.Operator, n int, tol float64) func(v, b []float64) (implic
 	}
 }
 
+// aidStep is one iteration of the methods that compose an inner loop, an
+// AID estimate and an outer optimizer (AIDBiO, StocBiO, AmIGO, BSA, TTSA):
+// steps inner steps of size alpha on fresh lower batches of innerBatch
+// samples, then implicit.Estimate with ∇f on a fresh upper batch of
+// upperBatch samples, the given Solve and Cross parts and State.V as v (set
+// to zero first when cold), then the outer step along scale times the
+// estimate (the reported norm is the estimate's).
+type aidStep struct {
+	steps      int
+	alpha      float64
+	innerBatch int
+	upperBatch int
+	solve      func(v, b []float64) (implicit.Stats, error)
+	cross      func(dst, v []float64)
+	cold       bool
+	scale      float64
+	outer      Optimizer
+}
+
+// iterate performs the iteration on st.
+func (a aidStep) iterate(p oracle.Problem, st *State) (Iteration, error) {
+	if err := innerSteps(p, st, a.steps, a.alpha, a.innerBatch); err != nil {
+		return Iteration{}, err
+	}
+	if a.cold {
+		clear(st.V)
+	}
+	h, err := estimate(st, st.V, implicit.System{Gradient: upperGradient(p, st, a.upperBatch), Solve: a.solve, Cross: a.cross})
+	if err != nil {
+		return Iteration{}, err
+	}
+	norm := floats.Norm(h, 2)
+	if a.scale != 1 {
+		floats.Scale(a.scale, h)
+	}
+	st.StepX(orDefault(a.outer), h)
+	return Iteration{HypergradNorm: norm}, nil
+}
+
 // estimate runs implicit.Estimate of sys with v as the solve's warm start
 // and destination, into a scratch vector of the state that it returns.
 func estimate(st *State, v []float64, sys implicit.System) ([]float64, error) {

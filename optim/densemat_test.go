@@ -43,33 +43,6 @@ func (p denseQuadratic) HessXY(dst *mat.Dense, x, y []float64, batch []int) {
 	}
 }
 
-// denseRandSym returns a random symmetric n×n row-major matrix with eigenvalues
-// spread over [lo, hi] (some negative when lo < 0).
-func denseRandSym(rnd *rand.Rand, n int, lo, hi float64) []float64 {
-	g := mat.NewDense(n, n, nil)
-	for i := range n {
-		for j := range n {
-			g.Set(i, j, rnd.NormFloat64())
-		}
-	}
-	var qr mat.QR
-	qr.Factorize(g)
-	var q mat.Dense
-	qr.QTo(&q)
-	a := make([]float64, n*n)
-	for i := range n {
-		for j := i; j < n; j++ {
-			var v float64
-			for k := range n {
-				lam := lo + (hi-lo)*float64(k)/float64(n-1)
-				v += q.At(i, k) * lam * q.At(j, k)
-			}
-			a[i*n+j], a[j*n+i] = v, v
-		}
-	}
-	return a
-}
-
 // TestDenseBallProjections: the Frobenius-ball projection P̄ of paper 000,
 // eq. 9a (also Π_C of paper 001 on vectors) and the spectral-norm ball Π̂_C
 // of paper 001 land in their balls, are idempotent (1e-15 and 1e-12

@@ -3,7 +3,6 @@ package optim
 import (
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/floats"
 )
 
 // StocBiO is stocBiO, the stochastic bilevel optimizer of paper 003 (Ji,
@@ -66,20 +65,10 @@ func (m StocBiO) Init(p oracle.Problem, st *State) error {
 
 // Iterate implements Method.
 func (m StocBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
-	if err := innerSteps(p, st, count(m.D, 10), stepOrDefault(m.Alpha, st), m.InnerBatch); err != nil {
-		return Iteration{}, err
-	}
-	clear(st.V) // Algorithm 3 starts from v = 0: a nonzero v would be a warm start
 	neumann := &implicit.Neumann{Eta: stepOrDefault(m.Eta, st), Terms: count(m.Q, 10), LanczosSteps: -1}
-	h, err := estimate(st, st.V, implicit.System{
-		Gradient: upperGradient(p, st, m.UpperBatch),
-		Solve:    solveWith(neumann, hessianSteps(p, st, m.HessianBatch)),
-		Cross:    mixedFresh(p, st, m.MixedBatch),
-	})
-	if err != nil {
-		return Iteration{}, err
-	}
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	// Algorithm 3 starts from v = 0 (cold): a nonzero v would be a warm start.
+	return aidStep{steps: count(m.D, 10), alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: solveWith(neumann, hessianSteps(p, st, m.HessianBatch)), cross: mixedFresh(p, st, m.MixedBatch),
+		cold: true, scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

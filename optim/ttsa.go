@@ -4,7 +4,6 @@ import (
 	"math"
 
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/floats"
 )
 
 // TTSA is the two-timescale stochastic approximation method of Hong, Wai,
@@ -92,15 +91,8 @@ func (m TTSA) steps(k int, st *State) (beta, scale float64) {
 // Iterate implements Method.
 func (m TTSA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	beta, scale := m.steps(st.Iter, st)
-	if err := innerSteps(p, st, 1, beta, m.InnerBatch); err != nil {
-		return Iteration{}, err
-	}
-	h, err := bsaEstimate(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch, m.UpperBatch)
-	if err != nil {
-		return Iteration{}, err
-	}
-	norm := floats.Norm(h, 2)
-	floats.Scale(scale, h)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	a := bsaStep(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch)
+	a.steps, a.alpha, a.innerBatch, a.upperBatch = 1, beta, m.InnerBatch, m.UpperBatch
+	a.scale, a.outer = scale, m.Outer
+	return a.iterate(p, st)
 }
