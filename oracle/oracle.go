@@ -168,16 +168,6 @@ func (c Calls) Sub(o Calls) Calls {
 	}
 }
 
-// Add returns c + o, field by field.
-func (c Calls) Add(o Calls) Calls {
-	return Calls{
-		F: c.F + o.F, G: c.G + o.G,
-		GradF: c.GradF + o.GradF, GradG: c.GradG + o.GradG,
-		HVP: c.HVP + o.HVP, MixedXY: c.MixedXY + o.MixedXY, MixedYX: c.MixedYX + o.MixedYX,
-		Dense: c.Dense + o.Dense,
-	}
-}
-
 // Products returns the number of derivative oracle calls (gradients,
 // Hessian-vector and mixed products; objective values and dense matrices
 // excluded).

@@ -101,8 +101,7 @@ func Run(p oracle.Problem, x0, y0 []float64, m optim.Method, s optim.Settings, b
 	tr := &Trace{}
 	record := func(st *optim.State) {
 		pt := Point{Iter: st.Iter, Seconds: st.Elapsed.Seconds(), Calls: st.Calls}
-		c := st.Calls
-		pt.Oracles = c.GradF + c.GradG + c.HVP + c.MixedXY + c.MixedYX
+		pt.Oracles = st.Calls.Products()
 		if counting != nil {
 			pt.Samples = counting.Samples() - base
 			pt.Drawn = counting.Drawn() - baseDrawn
