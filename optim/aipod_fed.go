@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	"github.com/gobilevel/bilevel/oracle"
+	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -419,6 +420,23 @@ func (m FedE2AiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	return Iteration{HypergradNorm: aipodStepNorm(old, st.X, m.Alpha)}, nil
 }
 
+// clientMean is the lower-level gradient of FedNestBaseline's lower step:
+// the mean of the clients' ∇y g_m, each on a fresh batch of size samples
+// of its shard, one lower round per call.
+type clientMean struct {
+	e    *aipodEnv
+	size int
+}
+
+func (c clientMean) GradG(_, dy, x, y []float64, _ []int) {
+	gy := c.e.works("fednest.gy", len(dy))
+	for m := range c.e.m {
+		c.e.p.GradG(nil, gy[m], x, y, c.e.batch(Lower, m, c.size))
+	}
+	aipodMean(dy, gy)
+	c.e.count(keyRoundsLower)
+}
+
 // Init implements Method. It estimates L if Beta or Eta is 0.
 func (m FedNestBaseline) Init(p oracle.Problem, st *State) error {
 	return methodInit{name: "FedNestBaseline", checks: []error{
@@ -440,15 +458,10 @@ func (m FedNestBaseline) Iterate(p oracle.Problem, st *State) (Iteration, error)
 	dx, dy := p.DimX(), p.DimY()
 	e := fedEnv(p, st, m.Clients)
 	e.x, e.y = aipodSame(st.X, e.m), aipodSame(st.Y, e.m)
-	beta := stepOrDefault(m.Beta, st)
-	gy, gbar := e.works("fednest.gy", dy), st.Work("fednest.gbar", dy)
-	for range count(m.S, 5) {
-		for c := range e.m {
-			p.GradG(nil, gy[c], st.X, st.Y, e.batch(Lower, c, m.InnerBatch))
-		}
-		aipodMean(gbar, gy)
-		e.count(keyRoundsLower)
-		floats.AddScaled(st.Y, -beta, gbar)
+	// S lower rounds: gradient descent on the clients' mean ∇y g.
+	mean := clientMean{e: e, size: m.InnerBatch}
+	if err := unroll.Descend(mean, st.X, st.Y, count(m.S, 5), stepOrDefault(m.Beta, st), nil, st.Work("fednest.gbar", dy)); err != nil {
+		return Iteration{}, err
 	}
 	h, c := st.Work("fednest.h", e.m*dx), st.Work("fednest.c", e.m*dx)
 	if err := e.hypergradient(h, c, stepOrDefault(m.Eta, st), count(m.N, 10), m.Series, m.HessianBatch, m.UpperBatch); err != nil {
