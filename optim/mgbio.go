@@ -487,13 +487,12 @@ func (c mgbioCore) estimates(p oracle.Problem, st *State, w [5]float64) mgbioEst
 	p.GradG(nil, gy, x, y, zeta)
 	hessXYInto(p, st, gc, x, y, zeta)
 	hessYYInto(p, st, hc, x, y, zeta)
+	est, cur := [5][]float64{e.u, e.h, e.v, e.g, e.hh}, [5][]float64{fx, fy, gy, gc, hc}
 	switch {
 	case st.Iter == 0 || !c.carry: // Algorithm 1, line 3; Algorithms 2–3, line 2
-		copy(e.u, fx)
-		copy(e.h, fy)
-		copy(e.v, gy)
-		copy(e.g, gc)
-		copy(e.hh, hc)
+		for i := range est {
+			copy(est[i], cur[i])
+		}
 	case c.storm: // Algorithm 3, lines 7–11: the same ξ_t, ζ_t at (x_{t−1}, y_{t−1})
 		xp, yp := st.Vec(c.key+"xprev", nx), st.Vec(c.key+"yprev", ny)
 		fxp, fyp, gyp := st.Work("mgbio.fxp", nx), st.Work("mgbio.fyp", ny), st.Work("mgbio.gyp", ny)
@@ -502,17 +501,14 @@ func (c mgbioCore) estimates(p oracle.Problem, st *State, w [5]float64) mgbioEst
 		p.GradG(nil, gyp, xp, yp, zeta)
 		hessXYInto(p, st, gp, xp, yp, zeta)
 		hessYYInto(p, st, hp, xp, yp, zeta)
-		stormUpdate(e.u, fxp, fx, w[0])
-		stormUpdate(e.h, fyp, fy, w[1])
-		stormUpdate(e.v, gyp, gy, w[2])
-		stormUpdate(e.g, gp, gc, w[3])
-		stormUpdate(e.hh, hp, hc, w[4])
+		prev := [5][]float64{fxp, fyp, gyp, gp, hp}
+		for i := range est {
+			stormUpdate(est[i], prev[i], cur[i], w[i])
+		}
 	default: // Algorithm 2, lines 7–11
-		emaUpdate(e.u, fx, w[0])
-		emaUpdate(e.h, fy, w[1])
-		emaUpdate(e.v, gy, w[2])
-		emaUpdate(e.g, gc, w[3])
-		emaUpdate(e.hh, hc, w[4])
+		for i := range est {
+			emaUpdate(est[i], cur[i], w[i])
+		}
 	}
 	return e
 }
