@@ -147,7 +147,7 @@ var (
 // TestMetaSetup checks that MetaParams fits meta.Learner's layout and the
 // tasks have the declared shapes.
 func TestMetaSetup(t *testing.T) {
-	for _, m := range []meta.Method{meta.ITD, meta.AID} {
+	for _, m := range []meta.Gradient{meta.ITD, meta.AID} {
 		if _, err := NewMetaLearner(m); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/oracle"
 	"github.com/gobilevel/bilevel/unroll"
 )
 
@@ -87,7 +88,7 @@ func NewInstance(s Spec, f32 bool) (*Instance, error) {
 	return &Instance{Spec: s, Arrays: a, P: p, F32: f32}, nil
 }
 
-// linearized serves the Hessian and mixed products of implicit.Problem from
+// linearized serves the Hessian and mixed products of oracle.Implicit from
 // one graph.Linearization (every call is at its point).
 type linearized struct {
 	*graph.Problem
@@ -96,6 +97,12 @@ type linearized struct {
 
 func (l linearized) HVP(dst, _, _, v []float64, _ []int)     { l.lin.HVP(dst, v) }
 func (l linearized) MixedXY(dst, _, _, v []float64, _ []int) { l.lin.MixedXY(dst, v) }
+
+// unlinearized is the Problem without its declared linearized HVP
+// (HVPAt), so that every product runs the full HVP program.
+type unlinearized struct{ *graph.Problem }
+
+func (unlinearized) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
 
 // Grad returns ∇_W g.
 func (in *Instance) Grad(dst []float64) { in.P.GradG(nil, dst, in.Lambda, in.W, nil) }
@@ -110,9 +117,9 @@ func (in *Instance) Mixed(dst []float64) { in.P.MixedXY(dst, in.Lambda, in.W, in
 // v = 0 (no tolerance test); with lin the products come from one
 // Linearization made inside the call.
 func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
-	// Without lin, a fresh HVP per product: the Problem behind an interface
-	// that hides its HVPAt, which implicit would otherwise use.
-	var p implicit.Problem = struct{ implicit.Problem }{in.P}
+	// Without lin, a fresh HVP per product: the Problem without its HVPAt,
+	// which implicit would otherwise use.
+	var p oracle.Implicit = unlinearized{in.P}
 	if lin {
 		p = linearized{in.P, in.P.Linearize(in.Lambda, in.W, nil)}
 	}

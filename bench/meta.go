@@ -67,21 +67,21 @@ func MetaParams() []float64 {
 }
 
 // NewMetaLearner returns a learner of method at MetaParams.
-func NewMetaLearner(method meta.Method) (*meta.Learner, error) {
+func NewMetaLearner(method meta.Gradient) (*meta.Learner, error) {
 	s := MetaSpec
-	l, err := meta.NewLearner(meta.Settings{Method: method, Steps: s.Steps, Alpha: s.Alpha, CGSteps: s.CGSteps, TaskBatch: s.Tasks,
+	l, err := meta.NewLearner(meta.Settings{Gradient: method, Steps: s.Steps, Alpha: s.Alpha, CGSteps: s.CGSteps, TaskBatch: s.Tasks,
 		Outer: optim.Adam{LR: s.LR}},
 		models.CNNSettings{Side: s.Side, Blocks: 4, Filters: 32, Lambda: s.Lambda, Eps: s.Eps}, s.Ways)
 	if err != nil {
 		return nil, err
 	}
-	st := l.State()
+	st := l.Snapshot()
 	phi := MetaParams()
 	if len(st.Params) != len(phi) {
 		return nil, fmt.Errorf("bench: meta.Learner has %d parameters, MetaParams %d", len(st.Params), len(phi))
 	}
 	st.Params = phi
-	if err := l.SetState(st); err != nil {
+	if err := l.Restore(st); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -95,7 +95,7 @@ func MetaCases() ([]Case, error) {
 	var cs []Case
 	for _, m := range []struct {
 		name   string
-		method meta.Method
+		method meta.Gradient
 	}{{"itd-bio", meta.ITD}, {"aid-bio", meta.AID}} {
 		l, err := NewMetaLearner(m.method)
 		if err != nil {
@@ -114,7 +114,7 @@ func MetaCases() ([]Case, error) {
 func MetaResults() (map[string][]float64, error) {
 	tasks := MetaTasks()
 	r := map[string][]float64{}
-	for name, m := range map[string]meta.Method{"itd-bio": meta.ITD, "aid-bio": meta.AID} {
+	for name, m := range map[string]meta.Gradient{"itd-bio": meta.ITD, "aid-bio": meta.AID} {
 		l, err := NewMetaLearner(m)
 		if err != nil {
 			return nil, err

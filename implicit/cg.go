@@ -19,8 +19,9 @@ type CG struct {
 	// residual becomes exactly zero.
 	Tol float64
 	// MaxIter caps the number of CG steps (operator applications, plus one
-	// for the residual of a warm start). Zero means 2·len(b). Hitting the
-	// cap is not an error: Stats.Converged is false.
+	// for the residual of a warm start). Zero means 2·len(b); a negative
+	// value is an error. Hitting the cap is not an error: Stats.Converged
+	// is false.
 	MaxIter int
 
 	r, p, ap []float64 // scratch, reused across calls
@@ -36,6 +37,9 @@ func (s *CG) Solve(dst []float64, op Operator, b []float64) (Stats, error) {
 	tol := s.Tol
 	if tol == 0 {
 		tol = defaultTol
+	}
+	if err := checkIters("cg", "MaxIter", s.MaxIter); err != nil {
+		return Stats{}, err
 	}
 	maxIter := s.MaxIter
 	if maxIter == 0 {
@@ -54,7 +58,7 @@ func (s *CG) Solve(dst []float64, op Operator, b []float64) (Stats, error) {
 		copy(r, b)
 	} else {
 		op(ap, dst)
-		st.OpCalls++
+		st.HVP++
 		floats.SubTo(r, b, ap)
 	}
 	rr := floats.Dot(r, r)
@@ -70,7 +74,7 @@ func (s *CG) Solve(dst []float64, op Operator, b []float64) (Stats, error) {
 	copy(p, r)
 	for k := 1; k <= maxIter; k++ {
 		op(ap, p)
-		st.OpCalls++
+		st.HVP++
 		pap := floats.Dot(p, ap)
 		if !finite(pap) {
 			return st, &BreakdownError{Solver: "cg", Iter: k, Quantity: "pᵀAp", Value: pap}

@@ -3,8 +3,10 @@ package implicit
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -32,7 +34,7 @@ func TestCGSolvesSPDSystems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.Converged || st.Iterations > 2*n || st.OpCalls != st.Iterations {
+			if !st.Converged || st.Iterations > 2*n || st.HVP != st.Iterations {
 				t.Errorf("stats %+v", st)
 			}
 			if e := relErr(v, want); e > 1e-8 {
@@ -55,7 +57,7 @@ func TestCGWarmStart(t *testing.T) {
 	// From the exact solution: no CG step, one operator call for the residual.
 	v := append([]float64(nil), want...)
 	st, err := cg.Solve(v, op, b)
-	if err != nil || !st.Converged || st.Iterations != 0 || st.OpCalls != 1 {
+	if err != nil || !st.Converged || st.Iterations != 0 || st.HVP != 1 {
 		t.Errorf("warm start at the solution: stats %+v, err %v", st, err)
 	}
 
@@ -97,7 +99,7 @@ func TestCGFixedStepsNoTolerance(t *testing.T) {
 func TestCGZeroRightHandSide(t *testing.T) {
 	v := make([]float64, 3)
 	st, err := (&CG{}).Solve(v, diagOp([]float64{1, 2, 3}), make([]float64, 3))
-	if err != nil || !st.Converged || st.OpCalls != 0 || !floats.Equal(v, []float64{0, 0, 0}) {
+	if err != nil || !st.Converged || st.HVP != 0 || !floats.Equal(v, []float64{0, 0, 0}) {
 		t.Errorf("b = 0: v %v, stats %+v, err %v", v, st, err)
 	}
 }
@@ -164,7 +166,7 @@ func TestAIDCGErrorFallsWithSteps(t *testing.T) {
 	lam := []float64{-2, -1, -3, 0, -2.5, -1.5, -0.5, -2}
 	for _, tc := range []struct {
 		name string
-		p    Problem
+		p    oracle.Implicit
 		x, y []float64
 		want []float64
 	}{
@@ -220,6 +222,18 @@ func TestSolversDoNotAllocate(t *testing.T) {
 		run()
 		if a := testing.AllocsPerRun(20, run); a != 0 {
 			t.Errorf("%T: %v allocations per Solve", s, a)
+		}
+	}
+}
+
+// TestNegativeCounts: a negative iteration cap is an error of every
+// iterative solver, not a solve that does nothing.
+func TestNegativeCounts(t *testing.T) {
+	op := diagOp([]float64{1, 2})
+	for _, s := range []Solver{&CG{MaxIter: -1}, &Neumann{Terms: -1}, &FixedPoint{MaxIter: -1}} {
+		v := make([]float64, 2)
+		if _, err := s.Solve(v, op, []float64{1, 1}); err == nil || !strings.Contains(err.Error(), "< 0") {
+			t.Errorf("%T: error %v, want one about a negative count", s, err)
 		}
 	}
 }

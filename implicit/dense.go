@@ -50,7 +50,7 @@ func (s *Dense) Solve(dst []float64, op Operator, b []float64) (Stats, error) {
 	for j := 0; j < n; j++ {
 		s.e[j] = 1
 		op(s.col, s.e)
-		st.OpCalls++
+		st.HVP++
 		s.e[j] = 0
 		for i := 0; i < n; i++ {
 			full[i*n+j] = s.col[i]

@@ -3,6 +3,8 @@ package implicit
 import (
 	"errors"
 	"testing"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 func TestDenseHypergradientMatchesClosedForm(t *testing.T) {
@@ -12,7 +14,7 @@ func TestDenseHypergradientMatchesClosedForm(t *testing.T) {
 	lam := []float64{-2, -1, -3, -0.5, -2.5, -1.5, 0}
 	for _, tc := range []struct {
 		name string
-		p    Problem
+		p    oracle.Implicit
 		x, y []float64
 		want []float64
 	}{
@@ -28,7 +30,7 @@ func TestDenseHypergradientMatchesClosedForm(t *testing.T) {
 			if e := relErr(g, tc.want); e > 1e-12 {
 				t.Errorf("relative error %.3g > 1e-12", e)
 			}
-			if res.OpCalls != len(tc.y) || !res.Converged {
+			if res.HVP != len(tc.y) || !res.Converged {
 				t.Errorf("result %+v", res.Stats)
 			}
 		})

@@ -15,10 +15,21 @@
 // The linear solvers are values behind the Solver interface: CG (AID-CG, the
 // AID-BiO default, with warm start and negative-curvature detection), Neumann
 // (the truncated series η·Σ_{i=0}^{Q} (I − ηA)^i of stocBiO's Algorithm 3,
-// with per-term mini-batch operators and a power-iteration check of η),
-// FixedPoint (AID-FP, v ← v − η((A + ρI)v − b)) and Dense (assembly plus
-// Cholesky, for small d_y). Hypergradient ties an oracle Problem, a Solver
-// and the batches together.
+// or its randomized truncation, with a Lanczos check of η), FixedPoint
+// (AID-FP, v ← v − η((A + ρI)v − b)) and Dense (assembly plus Cholesky, for
+// small d_y); Spectral solves with a given dense estimate whose
+// eigenvalues it clips. Neumann and FixedPoint are StepSolvers: SolveSteps
+// takes a per-step operator source (Operators), so each step can apply an
+// independent stochastic estimate of A, a Hessian-vector product on a
+// fresh mini-batch, as stocBiO, BSA, AmIGO and the AiPOD family do.
+//
+// This package is the one place that forms the AID estimate ∇x f − C·v:
+// Estimate computes it from a System of three parts (the gradients, the
+// solve, the cross term C·v), which a bilevel method supplies with its own
+// batches, sources and estimates; Hypergradient is Estimate for an
+// oracle.Implicit problem at (x, y) with fixed batches. Lanczos (and
+// LargestEigenvalue) is the one estimator of the curvature λmax behind
+// default step sizes.
 //
 // Numerical trouble is an error value: *CurvatureError (pᵀAp ≤ 0 in CG),
 // *StepSizeError (η·λmax too large for Neumann), *DivergenceError (growing

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // matrix returns the operator of a small dense symmetric matrix.
@@ -34,7 +35,7 @@ func ExampleCG() {
 		return
 	}
 	fmt.Printf("v = [%.6f %.6f %.6f]\n", v[0], v[1], v[2])
-	fmt.Printf("iterations %d, operator calls %d, converged %t\n", st.Iterations, st.OpCalls, st.Converged)
+	fmt.Printf("iterations %d, operator calls %d, converged %t\n", st.Iterations, st.HVP, st.Converged)
 
 	// An indefinite operator is reported, not silently solved.
 	_, err = cg.Solve(make([]float64, 2), matrix([][]float64{{1, 0}, {0, -1}}), []float64{1, 2})
@@ -66,6 +67,10 @@ func (p toy) GradF(dx, dy, x, y []float64, _ []int) {
 
 func (p toy) HVP(dst, _, _, v []float64, _ []int) { matrix(p.a)(dst, v) }
 
+// Capabilities declares no optional oracle: no linearized HVP, no dense
+// matrices, no batch-size check.
+func (p toy) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
+
 // MixedXY is ∇x⟨∇y g, v⟩ = ∇x⟨Ay − x, v⟩ = −v.
 func (p toy) MixedXY(dst, _, _, v []float64, _ []int) {
 	for i := range dst {
@@ -85,12 +90,12 @@ func ExampleHypergradient() {
 			return
 		}
 		// Neumann's HVP count includes the power iteration that picks η.
-		fmt.Printf("%-18T ∇Φ = [%.6f %.6f], v = [%.6f %.6f], HVPs %d\n", s, grad[0], grad[1], res.V[0], res.V[1], res.OpCalls)
+		fmt.Printf("%-18T ∇Φ = [%.6f %.6f], v = [%.6f %.6f], HVPs %d\n", s, grad[0], grad[1], res.V[0], res.V[1], res.HVP)
 	}
 	// Output:
 	// *implicit.CG       ∇Φ = [1.666667 -1.333333], v = [1.666667 -1.333333], HVPs 2
 	// *implicit.Dense    ∇Φ = [1.666667 -1.333333], v = [1.666667 -1.333333], HVPs 2
-	// *implicit.Neumann  ∇Φ = [1.666667 -1.333333], v = [1.666667 -1.333333], HVPs 65
+	// *implicit.Neumann  ∇Φ = [1.666667 -1.333333], v = [1.666667 -1.333333], HVPs 62
 }
 
 func ExampleNeumann() {
@@ -104,7 +109,7 @@ func ExampleNeumann() {
 	st, err := (&implicit.Neumann{Eta: 0.1, Terms: 200, LambdaMax: 10}).Solve(v, op, b)
 	fmt.Printf("v = [%.6f %.6f], terms %d, ‖r_0‖ = %.1e, err %v\n", v[0], v[1], st.Iterations, st.Residual, err)
 	// Output:
-	// implicit: neumann step η = 0.5 with λmax ≈ 10 (estimated by power iteration) gives η·λmax = 5 > 1, so the Neumann series cannot be trusted to converge; use η ≤ 0.1, or leave Eta zero to get η = 1/λmax
+	// implicit: neumann step η = 0.5 with λmax ≈ 10 (estimated by Lanczos steps) gives η·λmax = 5 > 1, so the Neumann series cannot be trusted to converge; use η ≤ 0.1, or leave Eta zero to get η = 1/λmax
 	// v = [0.100000 1.000000], terms 200, ‖r_0‖ = 7.1e-10, err <nil>
 }
 

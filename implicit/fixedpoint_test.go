@@ -32,7 +32,7 @@ func TestFixedPointConverges(t *testing.T) {
 			if e := relErr(v, want); e > 1e-9 {
 				t.Errorf("relative error %.3g", e)
 			}
-			t.Logf("%d iterations, %d operator calls", st.Iterations, st.OpCalls)
+			t.Logf("%d iterations, %d operator calls", st.Iterations, st.HVP)
 		})
 	}
 }

@@ -1,40 +1,76 @@
 package implicit
 
-import "fmt"
+import (
+	"fmt"
 
-// Hessian is the lower-level Hessian-vector product oracle:
-// HVP writes ∇yy g(x, y)·v on the lower-level samples batch (nil: all) to dst.
-type Hessian interface {
-	HVP(dst, x, y, v []float64, batch []int)
-}
-
-// Problem is the oracle set that Hypergradient needs from a bilevel problem
-// min_x f(x, y*(x)), y*(x) = argmin_y g(x, y). Methods write to their first
-// argument; batch selects samples (upper-level ones for GradF, lower-level
-// ones for HVP and MixedXY) and nil means the full data set.
-type Problem interface {
-	Hessian
-	// GradF writes ∇x f(x, y) to dx and ∇y f(x, y) to dy.
-	GradF(dx, dy, x, y []float64, batch []int)
-	// MixedXY writes ∇x∇y g(x, y)·v = ∇x ⟨∇y g(x, y), v⟩ to dst (length d_x).
-	MixedXY(dst, x, y, v []float64, batch []int)
-}
-
-// Linearizer is implemented by Hessians that can fix (x, y) and a batch so
-// that repeated products share the work that does not depend on the vector
-// (graph.Problem does): HVPAt returns that operator.
-type Linearizer interface {
-	HVPAt(x, y []float64, batch []int) func(dst, v []float64)
-}
+	"github.com/gobilevel/bilevel/oracle"
+	"gonum.org/v1/gonum/floats"
+)
 
 // HVPOperator returns the operator v ↦ ∇yy g(x, y)·v on the given batch:
-// h's HVPAt when h is a Linearizer, h.HVP otherwise. The operator keeps x, y
+// the problem's linearized operator when it declares one
+// (oracle.Capabilities.HVPAt), h.HVP otherwise. The operator keeps x, y
 // and batch; they must not change while it is in use.
-func HVPOperator(h Hessian, x, y []float64, batch []int) Operator {
-	if l, ok := h.(Linearizer); ok {
-		return l.HVPAt(x, y, batch)
+func HVPOperator(h interface {
+	oracle.Hessian
+	oracle.Declarer
+}, x, y []float64, batch []int) Operator {
+	if at := h.Capabilities().HVPAt; at != nil {
+		return at(x, y, batch)
 	}
 	return func(dst, v []float64) { h.HVP(dst, x, y, v, batch) }
+}
+
+// System is one AID hypergradient estimate written as its parts, plain
+// functions in the manner of gonum/optimize's Problem, so that a method
+// can draw a batch inside each, average clients' products, or use dense
+// estimates of the second derivatives:
+//
+//	∇Φ ≈ g_x − C·v,   A·v = g_y,
+//
+// with g_x = ∇x f, g_y = ∇y f, A ≈ ∇yy g and C ≈ ∇xy g. Estimate calls the
+// parts in the order Gradient, Solve, Cross, the order in which stochastic
+// methods draw their batches.
+type System struct {
+	// Gradient writes g_x to gx (length d_x) and g_y to gy (length d_y).
+	Gradient func(gx, gy []float64)
+	// Solve overwrites v with an approximate solution of A·v = b, from the
+	// initial guess in v (a warm start), and reports the solve; a Solver
+	// on an operator, a StepSolver on a per-step source, or a factorized
+	// dense estimate. Nil keeps v as given: the estimate of a method that
+	// moves v after it (SOBA, NBO).
+	Solve func(v, b []float64) (Stats, error)
+	// Cross writes C·v (length d_x) to dst.
+	Cross func(dst, v []float64)
+}
+
+// Estimate writes to dst (length d_x) the AID hypergradient estimate
+// g_x − C·v of sys, with v (length d_y) as the solve's warm start and
+// destination, and reports the solve. gy and cross are scratch of lengths
+// d_y and d_x (nil: allocated). If the solve fails, Estimate returns its
+// error without the cross term: dst then holds g_x and v the solver's last
+// good iterate.
+func Estimate(dst, v []float64, sys System, gy, cross []float64) (Stats, error) {
+	if gy == nil {
+		gy = make([]float64, len(v))
+	}
+	if cross == nil {
+		cross = make([]float64, len(dst))
+	}
+	if len(gy) != len(v) || len(cross) != len(dst) {
+		panic(fmt.Sprintf("implicit: Estimate: scratch of lengths %d and %d for d_y = %d, d_x = %d", len(gy), len(cross), len(v), len(dst)))
+	}
+	sys.Gradient(dst, gy)
+	var st Stats
+	if sys.Solve != nil {
+		var err error
+		if st, err = sys.Solve(v, gy); err != nil {
+			return st, err
+		}
+	}
+	sys.Cross(cross, v)
+	floats.Sub(dst, cross)
+	return st, nil
 }
 
 // Settings configures Hypergradient. The zero value (or nil) solves with
@@ -42,10 +78,11 @@ func HVPOperator(h Hessian, x, y []float64, batch []int) Operator {
 type Settings struct {
 	// Solver solves ∇yy g·v = ∇y f. Nil means &CG{} with its defaults.
 	Solver Solver
-	// FBatch are the upper-level samples for ∇x f and ∇y f; nil means all.
-	FBatch []int
+	// UpperBatch are the upper-level samples for ∇x f and ∇y f; nil means
+	// all.
+	UpperBatch []int
 	// HessianBatch are the lower-level samples of the HVP operator given to
-	// the solver; nil means all. (Neumann.Term can override it per term.)
+	// the solver; nil means all.
 	HessianBatch []int
 	// MixedBatch are the lower-level samples for ∇x∇y g·v; nil means all.
 	MixedBatch []int
@@ -58,9 +95,11 @@ type Settings struct {
 
 // Result reports a hypergradient computation.
 type Result struct {
-	// Stats is the linear solve's report; Stats.OpCalls counts the HVP
-	// calls. Hypergradient adds one GradF and one MixedXY call.
+	// Stats is the linear solve's report.
 	Stats
+	// Calls counts the oracle calls: 1 GradF, Stats.HVP HVPs and, unless
+	// the solve failed, 1 MixedXY.
+	Calls oracle.Calls
 	// V is the solution v of ∇yy g(x, y)·v = ∇y f(x, y).
 	V []float64
 }
@@ -70,15 +109,15 @@ type Result struct {
 //
 //	∇Φ(x) ≈ ∇x f(x, y) − ∇x∇y g(x, y)·v,   ∇yy g(x, y)·v = ∇y f(x, y),
 //
-// where y should approximate y*(x) and v is computed by s.Solver. It is
-// exact (Proposition 1 of Ji, Yang and Liang 2021) at y = y*(x) with an
-// exact solve. s may be nil.
+// where y should approximate y*(x) and v is computed by s.Solver on the
+// problem's HVP operator (HVPOperator). It is exact (Proposition 1 of Ji,
+// Yang and Liang 2021) at y = y*(x) with an exact solve. s may be nil.
 //
 // If the solve fails, Hypergradient returns its error without the mixed
 // product: dst then holds ∇x f(x, y) and Result.V the solver's last good
 // iterate, so a caller that accepts a truncated solve can finish the
 // estimate with MixedXY itself.
-func Hypergradient(dst []float64, p Problem, x, y []float64, s *Settings) (Result, error) {
+func Hypergradient(dst []float64, p oracle.Implicit, x, y []float64, s *Settings) (Result, error) {
 	if s == nil {
 		s = &Settings{}
 	}
@@ -95,19 +134,16 @@ func Hypergradient(dst []float64, p Problem, x, y []float64, s *Settings) (Resul
 	if len(dst) != len(x) {
 		panic(fmt.Sprintf("implicit: Hypergradient: len(dst) = %d, len(x) = %d", len(dst), len(x)))
 	}
-	// One buffer serves ∇y f and, once the solve has consumed it, ∇x∇y g·v.
-	buf := make([]float64, max(len(x), len(y)))
-	gy := buf[:len(y)]
-	p.GradF(dst, gy, x, y, s.FBatch)
-	st, err := solver.Solve(v, HVPOperator(p, x, y, s.HessianBatch), gy)
-	res := Result{Stats: st, V: v}
-	if err != nil {
-		return res, err
+	op := HVPOperator(p, x, y, s.HessianBatch)
+	res := Result{V: v, Calls: oracle.Calls{GradF: 1}}
+	st, err := Estimate(dst, v, System{
+		Gradient: func(gx, gy []float64) { p.GradF(gx, gy, x, y, s.UpperBatch) },
+		Solve:    func(v, b []float64) (Stats, error) { return solver.Solve(v, op, b) },
+		Cross:    func(dst, v []float64) { p.MixedXY(dst, x, y, v, s.MixedBatch) },
+	}, nil, nil)
+	res.Stats, res.Calls.HVP = st, int64(st.HVP)
+	if err == nil {
+		res.Calls.MixedXY = 1
 	}
-	mixed := buf[:len(x)]
-	p.MixedXY(mixed, x, y, v, s.MixedBatch)
-	for i := range dst {
-		dst[i] -= mixed[i]
-	}
-	return res, nil
+	return res, err
 }

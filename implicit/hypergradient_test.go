@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/floats"
 )
@@ -81,7 +82,7 @@ func TestHypergradientBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	explicit := make([]float64, 5)
-	s := Settings{Solver: &Dense{}, FBatch: all(20), HessianBatch: all(30), MixedBatch: all(30)}
+	s := Settings{Solver: &Dense{}, UpperBatch: all(20), HessianBatch: all(30), MixedBatch: all(30)}
 	if _, err := Hypergradient(explicit, r, lam, w, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestHypergradientBatches(t *testing.T) {
 
 	// Sub-batches: v solves the batch system H_B·v = ∇y f(w; D_F).
 	fb, hb := []int{0, 3, 5, 7, 11}, []int{1, 2, 4, 8, 9, 10, 20, 25}
-	s = Settings{Solver: &Dense{}, FBatch: fb, HessianBatch: hb}
+	s = Settings{Solver: &Dense{}, UpperBatch: fb, HessianBatch: hb}
 	res, err := Hypergradient(make([]float64, 5), r, lam, w, &s)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestHypergradientWarmStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("CG iterations: cold %d, warm-started at a nearby x %d", coldAgain.Iterations, warm.Iterations)
-	if warm.OpCalls >= coldAgain.OpCalls {
+	if warm.HVP >= coldAgain.HVP {
 		t.Errorf("warm start did not save iterations: %d vs %d", warm.Iterations, coldAgain.Iterations)
 	}
 	if e := relErr(g, p.gradPhi(x2)); e > 1e-7 {
@@ -194,6 +195,9 @@ func (linToy) MixedXY(dst, _, _, v []float64, _ []int) {
 	dst[0], dst[1] = -v[0], -v[1]
 }
 
+// Capabilities declares the linearized operator.
+func (p linToy) Capabilities() oracle.Capabilities { return oracle.Capabilities{HVPAt: p.HVPAt} }
+
 func (p linToy) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
 	*p.made++
 	return func(dst, v []float64) {
@@ -202,9 +206,9 @@ func (p linToy) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
 	}
 }
 
-// TestHVPOperatorLinearizer checks that HVPOperator, and so Hypergradient,
-// takes a Linearizer's operator once per call and every product from it.
-func TestHVPOperatorLinearizer(t *testing.T) {
+// TestHVPOperatorLinearized checks that HVPOperator, and so Hypergradient,
+// takes a declared HVPAt operator once per call and every product from it.
+func TestHVPOperatorLinearized(t *testing.T) {
 	var made, used int
 	p := linToy{&made, &used}
 	grad := make([]float64, 2)
@@ -212,8 +216,8 @@ func TestHVPOperatorLinearizer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if made != 1 || used != res.OpCalls || used == 0 {
-		t.Errorf("operator made %d times, used %d times for %d products; want 1 and all", made, used, res.OpCalls)
+	if made != 1 || used != res.HVP || used == 0 {
+		t.Errorf("operator made %d times, used %d times for %d products; want 1 and all", made, used, res.HVP)
 	}
 	if math.Abs(grad[0]-5.0/3) > 1e-12 || math.Abs(grad[1]+4.0/3) > 1e-12 {
 		t.Errorf("hypergradient %v, want (5/3, −4/3)", grad)

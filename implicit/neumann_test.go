@@ -126,7 +126,7 @@ func TestNeumannDetectsDivergence(t *testing.T) {
 	op := diagOp([]float64{1, 4, 10})
 	v := make([]float64, 3)
 	// The check is disabled, so only the growth test can stop η·λmax = 2.5.
-	st, err := (&Neumann{Eta: 0.25, PowerIters: -1, Terms: 50}).Solve(v, op, []float64{1, 1, 1})
+	st, err := (&Neumann{Eta: 0.25, LanczosSteps: -1, Terms: 50}).Solve(v, op, []float64{1, 1, 1})
 	var de *DivergenceError
 	if !errors.As(err, &de) {
 		t.Fatalf("want *DivergenceError, got %v (stats %+v)", err, st)
@@ -149,8 +149,8 @@ func TestNeumannDefaultStepConverges(t *testing.T) {
 	if e := relErr(v, p.solveA(b)); e > 1e-12 {
 		t.Errorf("error %.3g", e)
 	}
-	if st.OpCalls <= 400 || st.OpCalls > 430 {
-		t.Errorf("OpCalls %d: want 400 terms plus at most 30 power steps", st.OpCalls)
+	if st.HVP <= 400 || st.HVP > 430 {
+		t.Errorf("HVP %d: want 400 terms plus at most 30 Lanczos steps", st.HVP)
 	}
 }
 
@@ -184,17 +184,18 @@ func TestNeumannTermOrder(t *testing.T) {
 		ops[i] = mat.NewSymDense(2, []float64{1 + fi, fi / 2, fi / 2, 2})
 	}
 	var calls []int
-	s := Neumann{Eta: eta, Terms: q, LambdaMax: 4, Term: func(i int) Operator {
-		calls = append(calls, i)
-		return func(dst, v []float64) { mulVec(dst, ops[i], v) }
-	}}
+	s := Neumann{Eta: eta, Terms: q, LambdaMax: 4}
 	b := []float64{1, -1}
 	v := make([]float64, 2)
-	if _, err := s.Solve(v, diagOp([]float64{1, 1}), b); err != nil {
+	// Step k applies A_i with i = Q − k + 1.
+	if _, err := s.SolveSteps(v, func(k int) Operator {
+		calls = append(calls, k)
+		return func(dst, v []float64) { mulVec(dst, ops[q-k+1], v) }
+	}, b); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(calls, []int{4, 3, 2, 1}) {
-		t.Errorf("Term called with %v, want [4 3 2 1]", calls)
+	if !slices.Equal(calls, []int{1, 2, 3, 4}) {
+		t.Errorf("steps asked for %v, want [1 2 3 4]", calls)
 	}
 	want := mat.NewVecDense(2, nil)
 	r := mat.NewVecDense(2, slices.Clone(b))
@@ -247,9 +248,13 @@ func TestNeumannStochasticUnbiased(t *testing.T) {
 	sizes := NeumannBatchSizes(q, 2, 0.9, 60)
 	rng := rand.New(rand.NewPCG(1, 2))
 	batches := make([][]int, q)
-	s := Neumann{Eta: eta, Terms: q, Term: func(i int) Operator {
-		return HVPOperator(r, lam, w, batches[i-1])
-	}}
+	s := Neumann{Eta: eta, Terms: q}
+	ops := func(k int) Operator {
+		if k == 0 {
+			return full
+		}
+		return HVPOperator(r, lam, w, batches[q-k]) // B_i, i = Q − k + 1
+	}
 	const draws = 4000
 	mean := make([]float64, 6)
 	v := make([]float64, 6)
@@ -258,7 +263,7 @@ func TestNeumannStochasticUnbiased(t *testing.T) {
 			batches[i] = rng.Perm(60)[:sizes[i]]
 		}
 		clear(v)
-		if _, err := s.Solve(v, full, b); err != nil {
+		if _, err := s.SolveSteps(v, ops, b); err != nil {
 			t.Fatal(err)
 		}
 		floats.AddScaled(mean, 1.0/draws, v)

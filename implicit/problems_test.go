@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -119,6 +120,9 @@ func (p *quadratic) GradG(dx, dy, x, y []float64, _ []int) {
 
 func (p *quadratic) HVP(dst, _, _, v []float64, _ []int) { mulVec(dst, p.A, v) }
 
+// Capabilities declares no optional oracle.
+func (p *quadratic) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
+
 // MixedXY is ∇x⟨∇y g, v⟩ = −Bᵀv.
 func (p *quadratic) MixedXY(dst, _, _, v []float64, _ []int) {
 	mulVec(dst, p.B.T(), v)
@@ -224,6 +228,9 @@ func dot(a, b []float64) float64 {
 	}
 	return s
 }
+
+// Capabilities declares no optional oracle.
+func (r *ridge) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
 
 func (r *ridge) G(lam, w []float64, batch []int) float64 {
 	var loss float64

@@ -16,6 +16,22 @@ import (
 // of AID; HVPOperator builds it from an oracle.
 type Operator func(dst, v []float64)
 
+// Operators is a per-step operator source: it gives the operator A_k of
+// each step k = 1, 2, … of an iterative solve, for solvers whose steps may
+// each use an independent estimate of A (a Hessian-vector product on a new
+// mini-batch, as stochastic bilevel methods draw one per step). A
+// StepSolver calls it once per step, in increasing order of k, and applies
+// the returned operator before it asks for the next one, so a source can
+// draw a new batch at each call; it may call it with k = 0 first for the
+// operator of a step-size check or a warm start's residual. A source may
+// also refresh the right-hand side b in place when it is called for a step
+// (a stochastic right-hand side b_k): FixedPoint reads b at every step,
+// Neumann only before its first.
+type Operators func(step int) Operator
+
+// Fixed returns the source whose every step applies op.
+func Fixed(op Operator) Operators { return func(int) Operator { return op } }
+
 // Solver approximately solves the linear system A·v = b for v.
 //
 // Solve reads the initial guess from dst (all zeros means a cold start; the
@@ -32,12 +48,23 @@ type Solver interface {
 	Solve(dst []float64, op Operator, b []float64) (Stats, error)
 }
 
+// StepSolver is a Solver whose iteration is valid with a different
+// operator at each step (a stationary iteration: Neumann, FixedPoint), so
+// that it can run on a per-step source of stochastic estimates A_k with
+// E[A_k] = A. SolveSteps is Solve on such a source; Solve(dst, op, b) is
+// SolveSteps(dst, Fixed(op), b). CG and Dense need one fixed operator and
+// are not StepSolvers.
+type StepSolver interface {
+	Solver
+	SolveSteps(dst []float64, ops Operators, b []float64) (Stats, error)
+}
+
 // Compile-time checks that the solvers of this package satisfy Solver.
 var (
-	_ Solver = (*CG)(nil)
-	_ Solver = (*Neumann)(nil)
-	_ Solver = (*FixedPoint)(nil)
-	_ Solver = (*Dense)(nil)
+	_ Solver     = (*CG)(nil)
+	_ StepSolver = (*Neumann)(nil)
+	_ StepSolver = (*FixedPoint)(nil)
+	_ Solver     = (*Dense)(nil)
 )
 
 // Stats reports the work of a linear solve and the quality of its answer.
@@ -45,11 +72,13 @@ type Stats struct {
 	// Iterations is the number of solver iterations: CG steps, Neumann
 	// terms, fixed-point steps. Dense reports 0.
 	Iterations int
-	// OpCalls is the number of operator applications in total, including
-	// the residual of a warm start and power iterations.
-	OpCalls int
+	// HVP is the number of operator applications in total (Hessian-vector
+	// products when the operator is ∇yy g), including the residual of a warm
+	// start and the Lanczos steps of a step-size estimate.
+	HVP int
 	// Residual is ‖b − A·dst‖₂ as tracked by the solver: the recurrence
-	// residual for CG, the exact residual for FixedPoint and Dense, and for
+	// residual for CG, the exact residual for Dense and for FixedPoint (of
+	// the iterate before its last step when the cap stopped it), and for
 	// Neumann the norm of the last series term ‖r_0‖, which bounds the
 	// residual (I − ηA)·r_0 from above when 0 < η·λ(A) ≤ 2.
 	Residual float64
@@ -86,7 +115,7 @@ func (e *CurvatureError) Is(target error) bool { return target == ErrNotPositive
 // because the operator returned NaN. The destination holds the last finite
 // iterate.
 type BreakdownError struct {
-	Solver   string  // "cg", "neumann", "fixed-point", "power-iteration"
+	Solver   string  // "cg", "neumann", "fixed-point", "lanczos", "dense"
 	Iter     int     // iteration (1-based) that produced the value
 	Quantity string  // what was not finite, e.g. "pᵀAp", "‖r‖"
 	Value    float64 // the offending value
@@ -119,14 +148,14 @@ type StepSizeError struct {
 	Solver    string
 	Eta       float64 // the requested step size η
 	LambdaMax float64 // the largest eigenvalue used for the check
-	Estimated bool    // whether LambdaMax came from power iteration
+	Estimated bool    // whether LambdaMax came from Lanczos steps
 	Bound     float64 // the largest admitted η·λmax
 }
 
 func (e *StepSizeError) Error() string {
 	src := "given"
 	if e.Estimated {
-		src = "estimated by power iteration"
+		src = "estimated by Lanczos steps"
 	}
 	return fmt.Sprintf("implicit: %s step η = %.4g with λmax ≈ %.4g (%s) gives η·λmax = %.4g > %.4g, so the Neumann series cannot be trusted to converge; use η ≤ %.4g, or leave Eta zero to get η = 1/λmax",
 		e.Solver, e.Eta, e.LambdaMax, src, e.Eta*e.LambdaMax, e.Bound, e.Bound/e.LambdaMax)
@@ -137,6 +166,28 @@ const (
 	defaultTol       = 1e-10
 	defaultMaxGrowth = 10
 )
+
+// source is the operator source of a solve: ops, or op at every step when
+// ops is nil (Solve's fixed operator, without a closure to allocate).
+type source struct {
+	op  Operator
+	ops Operators
+}
+
+func (s source) at(k int) Operator {
+	if s.ops == nil {
+		return s.op
+	}
+	return s.ops(k)
+}
+
+// orFloat returns v, or def when v is 0.
+func orFloat(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
 
 // isZero reports whether every element of v is zero.
 func isZero(v []float64) bool {
@@ -163,4 +214,12 @@ func checkLen(solver string, dst, b []float64) {
 	if len(dst) != len(b) {
 		panic(fmt.Sprintf("implicit: %s: len(dst) = %d, len(b) = %d", solver, len(dst), len(b)))
 	}
+}
+
+// checkIters validates an iteration count whose zero value means a default.
+func checkIters(solver, field string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("implicit: %s: %s = %d < 0: set a count ≥ 1, or 0 for the default", solver, field, n)
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ func ExampleFixedPoint() {
 func ExampleDense() {
 	v := make([]float64, 2)
 	st, err := (&implicit.Dense{}).Solve(v, matrix([][]float64{{4, 1}, {1, 3}}), []float64{1, 2})
-	fmt.Printf("v = [%.6f %.6f], %d operator calls, err %v\n", v[0], v[1], st.OpCalls, err)
+	fmt.Printf("v = [%.6f %.6f], %d operator calls, err %v\n", v[0], v[1], st.HVP, err)
 	_, err = (&implicit.Dense{}).Solve(v, matrix([][]float64{{1, 2}, {2, 1}}), []float64{1, 2})
 	fmt.Println(errors.Is(err, implicit.ErrNotPositiveDefinite))
 	// Output:

@@ -60,16 +60,16 @@ func BenchmarkIteration(b *testing.B) {
 		s                       Settings
 		filters, shots, queries int
 	}{
-		{"itd/16f/1s5q", Settings{Method: ITD, Steps: 10}, 16, 1, 5},
-		{"itd-direct/16f/1s5q", Settings{Method: ITD, Steps: 10, Backprop: Direct}, 16, 1, 5},
-		{"aid/16f/1s5q", Settings{Method: AID, Steps: 10}, 16, 1, 5},
-		{"aid-direct/16f/1s5q", Settings{Method: AID, Steps: 10, Backprop: Direct}, 16, 1, 5},
-		{"anil/16f/1s5q", Settings{Method: ANIL, Steps: 5}, 16, 1, 5},
-		{"itd-T50/16f/1s5q", Settings{Method: ITD, Steps: 50}, 16, 1, 5},
-		{"aid-D50/16f/1s5q", Settings{Method: AID, Steps: 50}, 16, 1, 5},
-		{"itd/32f/1s15q", Settings{Method: ITD, Steps: 10}, 32, 1, 15},
-		{"itd-direct/32f/5s15q", Settings{Method: ITD, Steps: 10, Backprop: Direct}, 32, 5, 15},
-		{"itd/32f/5s15q", Settings{Method: ITD, Steps: 10}, 32, 5, 15},
+		{"itd/16f/1s5q", Settings{Gradient: ITD, Steps: 10}, 16, 1, 5},
+		{"itd-direct/16f/1s5q", Settings{Gradient: ITD, Steps: 10, Backprop: Direct}, 16, 1, 5},
+		{"aid/16f/1s5q", Settings{Gradient: AID, Steps: 10}, 16, 1, 5},
+		{"aid-direct/16f/1s5q", Settings{Gradient: AID, Steps: 10, Backprop: Direct}, 16, 1, 5},
+		{"anil/16f/1s5q", Settings{Gradient: ANIL, Steps: 5}, 16, 1, 5},
+		{"itd-T50/16f/1s5q", Settings{Gradient: ITD, Steps: 50}, 16, 1, 5},
+		{"aid-D50/16f/1s5q", Settings{Gradient: AID, Steps: 50}, 16, 1, 5},
+		{"itd/32f/1s15q", Settings{Gradient: ITD, Steps: 10}, 32, 1, 15},
+		{"itd-direct/32f/5s15q", Settings{Gradient: ITD, Steps: 10, Backprop: Direct}, 32, 5, 15},
+		{"itd/32f/5s15q", Settings{Gradient: ITD, Steps: 10}, 32, 5, 15},
 	} {
 		b.Run(c.name, func(b *testing.B) { benchIteration(b, c.s, c.filters, c.shots, c.queries) })
 	}
@@ -100,19 +100,13 @@ func BenchmarkHeadSweep(b *testing.B) {
 		feats[i] = float64(i%7) / 7
 	}
 	dx, y0 := make([]float64, h.head.DimX()), make([]float64, h.head.DimY())
-	for _, m := range []Method{ITD, AID} {
+	for _, m := range []Gradient{ITD, AID} {
 		b.Run(m.String(), func(b *testing.B) {
-			in := &Inner{Steps: 50, Alpha: 0.1}
-			cg := &implicit.CG{Tol: 1e-10, MaxIter: 10}
+			w := &worker{cg: implicit.CG{Tol: 1e-10, MaxIter: 10}}
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				fx := h.head.FixX(feats, nil, nil)
-				if m == ITD {
-					_, err = in.ITD(dx, nil, fx, y0)
-				} else {
-					_, _, err = in.AID(dx, fx, y0, cg)
-				}
-				if err != nil {
+				fx := fixedOracles{h.head.FixX(feats, nil, nil)}
+				if _, err := w.metaGradient(dx, nil, fx, y0, m, false, 50, 0.1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -18,12 +18,14 @@ const checkpointMagic = "bilevel meta checkpoint v1"
 // for a file that is not an intact checkpoint.
 var ErrCorrupt = errors.New("corrupt checkpoint")
 
-// WriteCheckpoint saves v (a struct of States, settings and logs, say) as
-// JSON at path atomically: it writes a temporary file in the same folder,
-// syncs it and renames it over path, so that a crash leaves either the old
-// checkpoint or the new one, never a mixture. The file starts with a
-// header line and the SHA-256 of the JSON, which ReadCheckpoint verifies.
-// Float values must be finite (JSON has no NaN).
+// WriteCheckpoint saves v (a struct of Snapshots, settings and logs, say)
+// as JSON at path atomically: it writes path + ".tmp", syncs it and
+// renames it over path, so that a crash leaves either the old checkpoint or
+// the new one, never a mixture. The temporary file has a fixed name, as
+// optim's has: a write killed half-way leaves at most that one file, which
+// the next write replaces. The file starts with a header line and the
+// SHA-256 of the JSON, which ReadCheckpoint verifies. Float values must be
+// finite (JSON has no NaN).
 func WriteCheckpoint(path string, v any) error {
 	payload, err := json.Marshal(v)
 	if err != nil {
@@ -35,19 +37,12 @@ func WriteCheckpoint(path string, v any) error {
 	buf.Write(payload)
 	buf.WriteByte('\n')
 
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+".tmp*")
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("meta: writing checkpoint: %w", err)
+		return fmt.Errorf("meta: writing checkpoint %s: %w", path, err)
 	}
-	tmp := f.Name()
 	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -60,6 +55,11 @@ func WriteCheckpoint(path string, v any) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("meta: writing checkpoint %s: %w", path, err)
+	}
+	// Make the rename itself durable; not every system can sync a folder.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func withHeader(payload []byte) []byte {
 // accepts is encoded and read back unchanged. Each input is read as a
 // whole file and as the data of a file with a correct header and checksum.
 func FuzzReadCheckpoint(f *testing.F) {
-	good := State{Iter: 3, Params: []float64{0.5, -1, 1e-300}, Opt: optim.OptState{T: 3, M: []float64{0.1, 0, 2}, S: []float64{1, 2, 3}}}
+	good := Snapshot{Iter: 3, Params: []float64{0.5, -1, 1e-300}, Opt: optim.OptState{T: 3, M: []float64{0.1, 0, 2}, S: []float64{1, 2, 3}}}
 	dir := f.TempDir()
 	path := filepath.Join(dir, "seed.ckpt")
 	if err := WriteCheckpoint(path, good); err != nil {
@@ -45,7 +45,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 			if err := os.WriteFile(p, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var st State
+			var st Snapshot
 			if err := ReadCheckpoint(p, &st); err != nil {
 				if !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("error %v does not match ErrCorrupt", err)
@@ -61,7 +61,7 @@ func FuzzReadCheckpoint(f *testing.F) {
 			if err := os.WriteFile(p, withHeader(payload), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var back State
+			var back Snapshot
 			if err := ReadCheckpoint(p, &back); err != nil || !reflect.DeepEqual(st, back) {
 				t.Fatalf("round trip: %+v, %v; want %+v", back, err, st)
 			}

@@ -29,6 +29,12 @@
 //     whose last adjoint a_0 is the gradient for w_0; first-order ANIL
 //     (Settings.FirstOrder) takes ∇φ f and ∇w f at y_T.
 //
+// Settings.Gradient selects the meta-gradient. The package writes none of
+// these formulas itself: the sweep is unroll.Unroller (its Backward returns
+// a_0 for ANIL), AID's estimate is implicit.Estimate with implicit.CG, and
+// the inner loops are unroll.Descend, all on the task's oracles at a fixed
+// outer point (graph.FixedX).
+//
 // The second-order products involve only the head, but ∇φ∇w g·v and ∇φ f
 // back-propagate through the whole CNN. Two computations are offered
 // (Settings.Backprop): Direct evaluates the oracles of models.CNN at a
@@ -57,6 +63,6 @@
 // Tasks are drawn by Tasks, which regenerates task i from (Seed, i) alone:
 // a run resumed from a checkpoint at iteration k draws the same tasks as
 // an uninterrupted one. Learner and Pretrainer keep their state (iteration,
-// parameters, Adam moments) in a State, which WriteCheckpoint saves
+// parameters, Adam moments) in a Snapshot, which WriteCheckpoint saves
 // atomically with a checksum.
 package meta

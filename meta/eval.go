@@ -85,8 +85,7 @@ func evaluate(ws []*worker, features, ways int, noBias bool, phi, head0 []float6
 			clear(w.dy0)
 			y0 = w.dy0
 		}
-		w.inner.Steps, w.inner.Alpha = steps, alpha
-		y, err := w.inner.Solve(tp.head.FixX(tp.feats, nil, nil), y0)
+		y, err := w.descend(fixedOracles{tp.head.FixX(tp.feats, nil, nil)}, y0, steps, alpha)
 		if err != nil {
 			return fmt.Errorf("meta: evaluation task %d: %w", first+i, err)
 		}

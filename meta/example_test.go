@@ -44,7 +44,7 @@ func ExampleLearner() {
 	train := &meta.Tasks{Data: ds, Base: []int{0, 1, 2}, Ways: 3, Shots: 1, Queries: 3, Seed: 1}
 	test := &meta.Tasks{Data: ds, Base: []int{3}, Ways: 3, Shots: 1, Queries: 3, Seed: 2}
 	backbone := models.CNNSettings{Side: 8, Blocks: 2, Filters: 4}
-	l, err := meta.NewLearner(meta.Settings{Method: meta.ITD, Steps: 10, Alpha: 0.3, TaskBatch: 4}, backbone, 3)
+	l, err := meta.NewLearner(meta.Settings{Gradient: meta.ITD, Steps: 10, Alpha: 0.3, TaskBatch: 4}, backbone, 3)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,7 +64,7 @@ func ExampleLearner() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("iterations:", l.State().Iter, "test tasks:", acc.N)
+	fmt.Println("iterations:", l.Snapshot().Iter, "test tasks:", acc.N)
 
 	// A checkpoint holds the state; a new learner continues from it.
 	dir, err := os.MkdirTemp("", "meta-example")
@@ -74,17 +74,17 @@ func ExampleLearner() {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "learner.ckpt")
-	if err := meta.WriteCheckpoint(path, l.State()); err != nil {
+	if err := meta.WriteCheckpoint(path, l.Snapshot()); err != nil {
 		fmt.Println(err)
 		return
 	}
-	var st meta.State
+	var st meta.Snapshot
 	if err := meta.ReadCheckpoint(path, &st); err != nil {
 		fmt.Println(err)
 		return
 	}
-	l2, _ := meta.NewLearner(meta.Settings{Method: meta.ITD, Steps: 10, Alpha: 0.3, TaskBatch: 4}, backbone, 3)
-	fmt.Println("restored:", l2.SetState(st) == nil, "at iteration", l2.State().Iter)
+	l2, _ := meta.NewLearner(meta.Settings{Gradient: meta.ITD, Steps: 10, Alpha: 0.3, TaskBatch: 4}, backbone, 3)
+	fmt.Println("restored:", l2.Restore(st) == nil, "at iteration", l2.Snapshot().Iter)
 	// Output:
 	// iterations: 5 test tasks: 20
 	// restored: true at iteration 5

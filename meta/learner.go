@@ -1,44 +1,46 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
 	G "gorgonia.org/gorgonia"
 )
 
-// Method selects the meta-gradient.
-type Method int
+// Gradient selects how the meta-gradient is computed.
+type Gradient int
 
 const (
-	ITD  Method = iota // ITD-BiO: the reverse sweep through the T inner steps
-	AID                // AID-BiO: CG on the head's Hessian at y_D, one mixed product
-	ANIL               // ANIL: learned head initialization, inner loss without penalty
+	ITD  Gradient = iota // ITD-BiO: the reverse sweep through the T inner steps
+	AID                  // AID-BiO: CG on the head's Hessian at y_D, one mixed product
+	ANIL                 // ANIL: learned head initialization, inner loss without penalty
 )
 
-var methodNames = []string{"itd", "aid", "anil"}
+var gradientNames = []string{"itd", "aid", "anil"}
 
-func (m Method) String() string {
-	if m >= 0 && int(m) < len(methodNames) {
-		return methodNames[m]
+func (g Gradient) String() string {
+	if g >= 0 && int(g) < len(gradientNames) {
+		return gradientNames[g]
 	}
-	return fmt.Sprintf("Method(%d)", int(m))
+	return fmt.Sprintf("Gradient(%d)", int(g))
 }
 
-// ParseMethod returns the method named s (itd, aid or anil).
-func ParseMethod(s string) (Method, error) {
-	for i, n := range methodNames {
+// ParseGradient returns the meta-gradient named s (itd, aid or anil).
+func ParseGradient(s string) (Gradient, error) {
+	for i, n := range gradientNames {
 		if strings.EqualFold(s, n) {
-			return Method(i), nil
+			return Gradient(i), nil
 		}
 	}
-	return 0, fmt.Errorf("meta: unknown method %q (want itd, aid or anil)", s)
+	return 0, fmt.Errorf("meta: unknown meta-gradient %q (want itd, aid or anil)", s)
 }
 
 // Backprop selects how derivatives through the backbone are computed; see
@@ -57,8 +59,8 @@ const (
 
 // Settings configures a Learner. Zero values mean the defaults.
 type Settings struct {
-	// Method is the meta-gradient (default ITD).
-	Method Method
+	// Gradient is the meta-gradient (default ITD).
+	Gradient Gradient
 	// Steps is the number of inner gradient steps: T for ITD and ANIL, D
 	// for AID (default 10; ANIL 5, the paper's setting).
 	Steps int
@@ -91,7 +93,7 @@ type Settings struct {
 func (s Settings) withDefaults() (Settings, error) {
 	if s.Steps == 0 {
 		s.Steps = 10
-		if s.Method == ANIL {
+		if s.Gradient == ANIL {
 			s.Steps = 5
 		}
 	}
@@ -105,19 +107,19 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.TaskBatch = 4
 	}
 	switch {
-	case s.Method < ITD || s.Method > ANIL:
-		return s, fmt.Errorf("meta: unknown Method %d", int(s.Method))
+	case s.Gradient < ITD || s.Gradient > ANIL:
+		return s, fmt.Errorf("meta: unknown Gradient %d", int(s.Gradient))
 	case s.Steps < 0:
 		return s, fmt.Errorf("meta: Steps = %d; want ≥ 0 inner steps", s.Steps)
 	case s.Growth < 0 || math.IsNaN(s.Growth) || math.IsInf(s.Growth, 1):
 		return s, fmt.Errorf("meta: Growth = %v; want c ≥ 0 (0: constant steps)", s.Growth)
-	case s.Growth > 0 && s.Method != AID:
-		return s, fmt.Errorf("meta: Growth is for AID; %v runs a constant number of steps", s.Method)
+	case s.Growth > 0 && s.Gradient != AID:
+		return s, fmt.Errorf("meta: Growth is for AID; %v runs a constant number of steps", s.Gradient)
 	case !(s.Alpha > 0) || math.IsInf(s.Alpha, 1):
 		return s, fmt.Errorf("meta: Alpha = %v; want a finite inner step size > 0", s.Alpha)
 	case s.CGSteps < 1:
 		return s, fmt.Errorf("meta: CGSteps = %d; want at least one", s.CGSteps)
-	case s.FirstOrder && s.Method != ANIL:
+	case s.FirstOrder && s.Gradient != ANIL:
 		return s, fmt.Errorf("meta: FirstOrder is for ANIL")
 	case s.TaskBatch < 1:
 		return s, fmt.Errorf("meta: TaskBatch = %d; want at least one task", s.TaskBatch)
@@ -126,23 +128,34 @@ func (s Settings) withDefaults() (Settings, error) {
 	case s.EvalSteps < 0:
 		return s, fmt.Errorf("meta: EvalSteps = %d; want ≥ 0 (0: the training steps)", s.EvalSteps)
 	}
+	if s.Growth > 0 {
+		if _, err := optim.IncreasingSteps(s.Growth, 0); err != nil {
+			return s, fmt.Errorf("meta: Growth = %v: %w", s.Growth, err)
+		}
+	}
 	if err := s.Outer.Validate(); err != nil {
 		return s, fmt.Errorf("meta: %w", err)
 	}
 	return s, nil
 }
 
-// State is the part of a Learner or Pretrainer that training changes: the
-// number of iterations done, the parameters and the outer optimizer's
+// ErrNonFinite reports a NaN or infinity in a meta-gradient or a
+// pretraining gradient: the inner step size is too large for g, or the
+// outer iteration diverged. (A non-finite inner iterate is the inner
+// loop's *unroll.NonFiniteError.)
+var ErrNonFinite = errors.New("meta: non-finite meta-gradient (step size too large?)")
+
+// Snapshot is the part of a Learner or Pretrainer that training changes:
+// the number of iterations done, the parameters and the outer optimizer's
 // memory. It is what a checkpoint must hold, with the task source's seed.
-type State struct {
+type Snapshot struct {
 	Iter   int
 	Params []float64
 	Opt    optim.OptState
 }
 
-func (s State) clone() State {
-	var c State
+func (s Snapshot) clone() Snapshot {
+	var c Snapshot
 	c.Iter = s.Iter
 	c.Params = append([]float64(nil), s.Params...)
 	c.Opt.T = s.Opt.T
@@ -165,7 +178,7 @@ type Learner struct {
 	ways       int
 	dimX, dimY int
 	features   int
-	st         State
+	st         Snapshot
 	workers    []*worker
 	grads      [][]float64
 }
@@ -191,7 +204,7 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.Method == ANIL {
+	if s.Gradient == ANIL {
 		cnn.Lambda = -1
 	}
 	feats, err := models.CNNFeatures(cnn)
@@ -210,7 +223,7 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 		l.dimY += ways
 	}
 	n := l.dimX
-	if s.Method == ANIL {
+	if s.Gradient == ANIL {
 		n += l.dimY
 	}
 	l.st.Params = make([]float64, n)
@@ -225,20 +238,17 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 // Settings returns the settings with the defaults filled in.
 func (l *Learner) Settings() Settings { return l.s }
 
-// DimX returns the length of φ; Params has DimX values, then DimY more for
-// ANIL's head initialization.
+// DimX returns the length of φ; Params has DimX values, then, for ANIL, as
+// many more as a head (W, then b) has: its initialization.
 func (l *Learner) DimX() int { return l.dimX }
 
-// DimY returns the length of a head (W, then b).
-func (l *Learner) DimY() int { return l.dimY }
+// Snapshot returns a copy of the learner's state.
+func (l *Learner) Snapshot() Snapshot { return l.st.clone() }
 
-// State returns a copy of the learner's state.
-func (l *Learner) State() State { return l.st.clone() }
-
-// SetState restores a state saved by State (from a checkpoint, say).
-func (l *Learner) SetState(st State) error {
+// Restore restores a state saved by Snapshot (from a checkpoint, say).
+func (l *Learner) Restore(st Snapshot) error {
 	if len(st.Params) != len(l.st.Params) {
-		return fmt.Errorf("meta: state with %d parameters for a %v learner with %d", len(st.Params), l.s.Method, len(l.st.Params))
+		return fmt.Errorf("meta: state with %d parameters for a %v learner with %d", len(st.Params), l.s.Gradient, len(l.st.Params))
 	}
 	for _, v := range [][]float64{st.Opt.M, st.Opt.S} {
 		if v != nil && len(v) != len(st.Params) {
@@ -257,19 +267,20 @@ func (l *Learner) Backbone() []float64 { return l.st.Params[:l.dimX] }
 
 // head0 returns ANIL's w_0, or nil (zero) for the other methods.
 func (l *Learner) head0() []float64 {
-	if l.s.Method == ANIL {
+	if l.s.Gradient == ANIL {
 		return l.st.Params[l.dimX:]
 	}
 	return nil
 }
 
 // InnerSteps returns the number of inner steps at meta-iteration k: T, D,
-// or D_k = ⌈c(k+1)^{1/4}⌉ for AID with Growth c.
-func (l *Learner) InnerSteps(k int) int {
+// or D_k = ⌈c(k+1)^{1/4}⌉ for AID with Growth c (optim.IncreasingSteps,
+// an error beyond optim.MaxInnerSteps).
+func (l *Learner) InnerSteps(k int) (int, error) {
 	if l.s.Growth > 0 {
-		return int(math.Ceil(l.s.Growth * math.Pow(float64(k+1), 0.25)))
+		return optim.IncreasingSteps(l.s.Growth, k)
 	}
-	return l.s.Steps
+	return l.s.Steps, nil
 }
 
 // Step runs one meta-iteration on a batch of tasks (TaskBatch of them, or
@@ -300,18 +311,21 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 		return StepStats{}, fmt.Errorf("meta: empty batch of tasks")
 	}
 	k := l.st.Iter
-	steps := l.InnerSteps(k)
+	steps, err := l.InnerSteps(k)
+	if err != nil {
+		return StepStats{Iter: k}, fmt.Errorf("meta: iteration %d: %w", k, err)
+	}
 	n := len(tasks)
 	for len(l.grads) < n {
 		l.grads = append(l.grads, nil)
 	}
 	loss, acc := make([]float64, n), make([]float64, n)
-	err := parallel(l.workers, n, func(w *worker, i int) error {
+	err = parallel(l.workers, n, func(w *worker, i int) error {
 		l.grads[i] = grow(l.grads[i], len(dst))
 		var err error
 		acc[i], loss[i], err = l.task(w, tasks[i], steps, l.grads[i])
 		if err != nil {
-			return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Method, k, i, err)
+			return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Gradient, k, i, err)
 		}
 		return nil
 	})
@@ -330,7 +344,7 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 		norm += dst[j] * dst[j]
 	}
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
-		return StepStats{Iter: k, InnerSteps: steps}, fmt.Errorf("meta: %v, iteration %d: %w", l.s.Method, k, ErrNonFinite)
+		return StepStats{Iter: k, InnerSteps: steps}, fmt.Errorf("meta: %v, iteration %d: %w", l.s.Gradient, k, ErrNonFinite)
 	}
 	s := summarize(acc, loss)
 	return StepStats{Iter: k, InnerSteps: steps, Loss: s.Loss, Accuracy: s.Mean, GradNorm: math.Sqrt(norm),
@@ -376,7 +390,7 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	if err := tp.pq.features(tp.feats[nsF:], phi, t.QueryX); err != nil {
 		return 0, 0, err
 	}
-	var o Oracles
+	var fx *graph.FixedX
 	var dx []float64
 	if direct {
 		cm := tp.cm
@@ -390,7 +404,7 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 				return 0, 0, err
 			}
 		}
-		o = tp.cnn.FixX(phi, nil, nil)
+		fx = tp.cnn.FixX(phi, nil, nil)
 		dx = grad[:l.dimX]
 	} else {
 		if err := tp.ps.features(tp.feats[:nsF], phi, t.SupportX); err != nil {
@@ -399,23 +413,14 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 		if err := tp.setLabels(t.SupportY, t.QueryY); err != nil {
 			return 0, 0, err
 		}
-		o = tp.head.FixX(tp.feats, nil, nil)
+		fx = tp.head.FixX(tp.feats, nil, nil)
 		dx = tp.adj
 	}
 	var dy0 []float64
-	if l.s.Method == ANIL {
+	if l.s.Gradient == ANIL {
 		dy0 = grad[l.dimX:]
 	}
-	var yT []float64
-	w.inner.Steps, w.inner.Alpha = steps, l.s.Alpha
-	switch {
-	case l.s.Method == AID:
-		yT, _, err = w.inner.AID(dx, o, y0, &w.cg)
-	case l.s.Method == ANIL && l.s.FirstOrder:
-		yT, err = w.inner.FirstOrder(dx, dy0, o, y0)
-	default:
-		yT, err = w.inner.ITD(dx, dy0, o, y0)
-	}
+	yT, err := w.metaGradient(dx, dy0, fixedOracles{fx}, y0, l.s.Gradient, l.s.FirstOrder, steps, l.s.Alpha)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -439,7 +444,10 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 func (l *Learner) Evaluate(src *Tasks, first, n int) (Accuracy, error) {
 	steps := l.s.EvalSteps
 	if steps == 0 {
-		steps = l.InnerSteps(l.st.Iter)
+		var err error
+		if steps, err = l.InnerSteps(l.st.Iter); err != nil {
+			return Accuracy{}, fmt.Errorf("meta: evaluation: %w", err)
+		}
 	}
 	return evaluate(l.workers, l.features, l.ways, l.cnn.NoBias, l.Backbone(), l.head0(), steps, l.s.Alpha, src, first, n)
 }

@@ -95,7 +95,7 @@ func randomPoint(p *graph.Problem, seed uint64) []float64 {
 // sweep on graph.FixedX through the whole CNN (Direct) and the chain rule
 // through the features (Features) — against the T steps written out in
 // one graph and differentiated symbolically (graph.Problem.Unrolled), and
-// against unroll.Unroller through the Fixed adapter.
+// that unroll.Unroller on the FixedX (the learner's sweep) is that too.
 func TestITDEqualsInGraphUnroll(t *testing.T) {
 	src := toyTasks(t, 3, 2, 2, 5)
 	task, err := src.Task(0, nil)
@@ -113,30 +113,22 @@ func TestITDEqualsInGraphUnroll(t *testing.T) {
 		want := make([]float64, p.DimX())
 		ref.Hypergradient(want, x, p.Y0(nil))
 
-		in := &Inner{Steps: T, Alpha: alpha}
 		got := make([]float64, p.DimX())
-		if _, err := in.ITD(got, nil, p.FixX(x, nil, nil), p.Y0(nil)); err != nil {
-			t.Fatal(err)
-		}
-		if e := relErr(got, want); e > 1e-10 {
-			t.Errorf("T = %d: sweep on FixedX differs from the in-graph unroll by %.2e", T, e)
-		}
-
 		u := &unroll.Unroller{Steps: T, Alpha: alpha}
 		fx := p.FixX(x, nil, nil)
-		if _, err := u.Hypergradient(got, Fixed{fx}, fx.X(), p.Y0(nil), nil); err != nil {
+		if _, err := u.Hypergradient(got, fixedOracles{fx}, fx.X(), p.Y0(nil), nil); err != nil {
 			t.Fatal(err)
 		}
 		if e := relErr(got, want); e > 1e-10 {
-			t.Errorf("T = %d: unroll.Unroller on Fixed differs from the in-graph unroll by %.2e", T, e)
+			t.Errorf("T = %d: unroll.Unroller on the FixedX differs from the in-graph unroll by %.2e", T, e)
 		}
 
 		for _, bp := range []Backprop{Direct, Features} {
-			l, err := NewLearner(Settings{Method: ITD, Steps: T, Alpha: alpha, Backprop: bp, Workers: 1}, tiny, 3)
+			l, err := NewLearner(Settings{Gradient: ITD, Steps: T, Alpha: alpha, Backprop: bp, Workers: 1}, tiny, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.SetState(State{Params: x}); err != nil {
+			if err := l.Restore(Snapshot{Params: x}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := l.MetaGradient(got, []*data.Task{task}); err != nil {
@@ -177,11 +169,11 @@ func TestANILGradient(t *testing.T) {
 	wantX := make([]float64, p.DimX())
 	ref.Hypergradient(wantX, x, w0)
 
-	l, err := NewLearner(Settings{Method: ANIL, Steps: T, Alpha: alpha, Workers: 1}, tiny, 3)
+	l, err := NewLearner(Settings{Gradient: ANIL, Steps: T, Alpha: alpha, Workers: 1}, tiny, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.SetState(State{Params: append(append([]float64{}, x...), w0...)}); err != nil {
+	if err := l.Restore(Snapshot{Params: append(append([]float64{}, x...), w0...)}); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]float64, p.DimX()+p.DimY())
@@ -192,14 +184,14 @@ func TestANILGradient(t *testing.T) {
 		t.Errorf("ANIL's φ-gradient differs from the in-graph unroll by %.2e", e)
 	}
 	fx := p.FixX(x, nil, nil)
-	in := &Inner{Steps: T, Alpha: alpha}
-	F := func(y0 []float64) float64 {
-		yT, err := in.Solve(fx, y0)
-		if err != nil {
+	solve := func(y0 []float64) []float64 {
+		y := append([]float64(nil), y0...)
+		if err := unroll.Descend(fixedOracles{fx}, x, y, T, alpha, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		return fx.F(yT)
+		return y
 	}
+	F := func(y0 []float64) float64 { return fx.F(solve(y0)) }
 	const h = 1e-5
 	fd := make([]float64, p.DimY())
 	for i := range fd {
@@ -213,15 +205,15 @@ func TestANILGradient(t *testing.T) {
 		t.Errorf("ANIL's w_0-gradient differs from central differences by %.2e", e)
 	}
 
-	fo, err := NewLearner(Settings{Method: ANIL, Steps: T, Alpha: alpha, FirstOrder: true, Workers: 1}, tiny, 3)
+	fo, err := NewLearner(Settings{Gradient: ANIL, Steps: T, Alpha: alpha, FirstOrder: true, Workers: 1}, tiny, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fo.SetState(State{Params: append(append([]float64{}, x...), w0...)})
+	fo.Restore(Snapshot{Params: append(append([]float64{}, x...), w0...)})
 	if _, err := fo.MetaGradient(got, []*data.Task{task}); err != nil {
 		t.Fatal(err)
 	}
-	yT, _ := in.Solve(fx, w0)
+	yT := solve(w0)
 	want := make([]float64, p.DimX()+p.DimY())
 	fx.GradF(want[:p.DimX()], want[p.DimX():], yT)
 	if e := relErr(got, want); e > 1e-10 {
@@ -242,22 +234,21 @@ func TestAID(t *testing.T) {
 	x := randomPoint(p, 3)
 	const D, alpha, N = 5, 0.5, 8
 	fx := p.FixX(x, nil, nil)
-	in := &Inner{Steps: D, Alpha: alpha}
-	yD, err := in.Solve(fx, p.Y0(nil))
-	if err != nil {
+	yD := p.Y0(nil)
+	if err := unroll.Descend(fixedOracles{fx}, x, yD, D, alpha, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := make([]float64, p.DimX())
-	if _, err := implicit.Hypergradient(want, Fixed{fx}, x, yD, &implicit.Settings{Solver: &implicit.CG{Tol: 1e-10, MaxIter: N}}); err != nil {
+	if _, err := implicit.Hypergradient(want, fixedOracles{fx}, x, yD, &implicit.Settings{Solver: &implicit.CG{Tol: 1e-10, MaxIter: N}}); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]float64, p.DimX())
 	for _, bp := range []Backprop{Direct, Features} {
-		l, err := NewLearner(Settings{Method: AID, Steps: D, Alpha: alpha, CGSteps: N, Backprop: bp, Workers: 1}, tiny, 3)
+		l, err := NewLearner(Settings{Gradient: AID, Steps: D, Alpha: alpha, CGSteps: N, Backprop: bp, Workers: 1}, tiny, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.SetState(State{Params: x})
+		l.Restore(Snapshot{Params: x})
 		if _, err := l.MetaGradient(got, []*data.Task{task}); err != nil {
 			t.Fatal(err)
 		}
@@ -265,12 +256,12 @@ func TestAID(t *testing.T) {
 			t.Errorf("backprop %d: AID differs from implicit.Hypergradient by %.2e", bp, e)
 		}
 	}
-	inc, err := NewLearner(Settings{Method: AID, Growth: 2}, tiny, 3)
+	inc, err := NewLearner(Settings{Gradient: AID, Growth: 2}, tiny, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, want := range map[int]int{0: 2, 1: 3, 14: 4, 15: 4, 16: 5, 255: 8} {
-		if got := inc.InnerSteps(k); got != want {
+		if got, err := inc.InnerSteps(k); err != nil || got != want {
 			t.Errorf("D_%d = %d; want ⌈2(k+1)^{1/4}⌉ = %d", k, got, want)
 		}
 	}
@@ -293,7 +284,7 @@ func TestStepResume(t *testing.T) {
 		}
 		return ts
 	}
-	s := Settings{Method: ITD, Steps: 3, Alpha: 0.3, TaskBatch: 3}
+	s := Settings{Gradient: ITD, Steps: 3, Alpha: 0.3, TaskBatch: 3}
 	run := func(l *Learner, from, to int) {
 		for k := from; k < to; k++ {
 			if _, err := l.Step(batch(k)); err != nil {
@@ -308,19 +299,19 @@ func TestStepResume(t *testing.T) {
 	b, _ := NewLearner(s, tiny, 3)
 	run(b, 0, 1)
 	path := filepath.Join(t.TempDir(), "ckpt.json")
-	if err := WriteCheckpoint(path, b.State()); err != nil {
+	if err := WriteCheckpoint(path, b.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
-	var st State
+	var st Snapshot
 	if err := ReadCheckpoint(path, &st); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := NewLearner(s, tiny, 3)
-	if err := c.SetState(st); err != nil {
+	if err := c.Restore(st); err != nil {
 		t.Fatal(err)
 	}
 	run(c, 1, 3)
-	if sa, sc := a.State(), c.State(); sa.Iter != 3 || sc.Iter != 3 || !slices.Equal(sa.Params, sc.Params) ||
+	if sa, sc := a.Snapshot(), c.Snapshot(); sa.Iter != 3 || sc.Iter != 3 || !slices.Equal(sa.Params, sc.Params) ||
 		!slices.Equal(sa.Opt.M, sc.Opt.M) || !slices.Equal(sa.Opt.S, sc.Opt.S) {
 		t.Errorf("resumed training differs from uninterrupted training (iterations %d and %d, parameter difference %.2e)",
 			sa.Iter, sc.Iter, relErr(sc.Params, sa.Params))
@@ -344,6 +335,17 @@ func TestCheckpointCorrupt(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the folder after an atomic write; want 1", len(entries))
+	}
+	// A write killed half-way leaves path.tmp (its one, fixed name), which
+	// the next write replaces: temporary files do not accumulate.
+	if err := os.WriteFile(path+".tmp", []byte("half a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCheckpoint(path, in); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the folder after a write that followed a killed one; want 1", len(entries))
 	}
 	good, _ := os.ReadFile(path)
 	for _, c := range []struct {
@@ -402,13 +404,13 @@ func TestTraining(t *testing.T) {
 		batch = append(batch, task)
 	}
 	for _, s := range []Settings{
-		{Method: ITD, Steps: 5, Alpha: 0.5},
+		{Gradient: ITD, Steps: 5, Alpha: 0.5},
 		// AID's estimate assumes y_D ≈ y*: enough steps for the inner
 		// loop to converge.
-		{Method: AID, Steps: 40, Alpha: 0.5},
-		{Method: AID, Growth: 20, Alpha: 0.5},
-		{Method: ANIL, Steps: 3, Alpha: 0.5},
-		{Method: ANIL, Steps: 3, Alpha: 0.5, FirstOrder: true},
+		{Gradient: AID, Steps: 40, Alpha: 0.5},
+		{Gradient: AID, Growth: 20, Alpha: 0.5},
+		{Gradient: ANIL, Steps: 3, Alpha: 0.5},
+		{Gradient: ANIL, Steps: 3, Alpha: 0.5, FirstOrder: true},
 	} {
 		s.Outer.LR = 1e-2
 		l, err := NewLearner(s, tiny, 3)
@@ -427,9 +429,9 @@ func TestTraining(t *testing.T) {
 			last = st
 		}
 		t.Logf("%v (growth %v, first order %v): query loss %.3f → %.3f, accuracy %.2f → %.2f",
-			s.Method, s.Growth, s.FirstOrder, first.Loss, last.Loss, first.Accuracy, last.Accuracy)
+			s.Gradient, s.Growth, s.FirstOrder, first.Loss, last.Loss, first.Accuracy, last.Accuracy)
 		if !(last.Loss < 0.9*first.Loss) {
-			t.Errorf("%v: the meta-objective fell by less than 10%%: %.3f → %.3f", s.Method, first.Loss, last.Loss)
+			t.Errorf("%v: the meta-objective fell by less than 10%%: %.3f → %.3f", s.Gradient, first.Loss, last.Loss)
 		}
 	}
 	p, err := NewPretrainer(toyData(t, 20, 3), []int{0, 1, 2}, tiny, PretrainSettings{Batch: 16, Outer: optimAdam(1e-2)})
@@ -469,11 +471,11 @@ func TestSettingsErrors(t *testing.T) {
 		s    Settings
 		want string
 	}{
-		{Settings{Method: 7}, "unknown Method"},
+		{Settings{Gradient: 7}, "unknown Gradient"},
 		{Settings{Steps: -1}, "Steps = -1"},
-		{Settings{Method: ITD, Growth: 2}, "Growth is for AID"},
+		{Settings{Gradient: ITD, Growth: 2}, "Growth is for AID"},
 		{Settings{Alpha: -1}, "Alpha = -1"},
-		{Settings{Method: AID, FirstOrder: true}, "FirstOrder is for ANIL"},
+		{Settings{Gradient: AID, FirstOrder: true}, "FirstOrder is for ANIL"},
 		{Settings{TaskBatch: -2}, "TaskBatch = -2"},
 		{Settings{Backprop: 5}, "unknown Backprop"},
 	} {
@@ -481,12 +483,20 @@ func TestSettingsErrors(t *testing.T) {
 			t.Errorf("%+v: error %v; want one containing %q", c.s, err, c.want)
 		}
 	}
-	if _, err := ParseMethod("maml"); err == nil {
-		t.Error("ParseMethod accepted maml")
+	if _, err := NewLearner(Settings{Gradient: AID, Growth: 1e19}, tiny, 3); err == nil || !strings.Contains(err.Error(), "Growth = 1e+19") {
+		t.Errorf("Growth 1e19: error %v, want one about the schedule", err)
+	}
+	for _, shares := range []int{-1, 9} {
+		if _, err := NewPretrainer(toyData(t, 20, 3), []int{0, 1, 2}, tiny, PretrainSettings{Batch: 16, Shares: shares}); err == nil || !strings.Contains(err.Error(), "Shares") {
+			t.Errorf("Shares = %d of a batch of 16: error %v", shares, err)
+		}
+	}
+	if _, err := ParseGradient("maml"); err == nil {
+		t.Error("ParseGradient accepted maml")
 	}
 	l, _ := NewLearner(Settings{}, tiny, 3)
-	if err := l.SetState(State{Params: []float64{1}}); err == nil {
-		t.Error("SetState accepted a state of the wrong size")
+	if err := l.Restore(Snapshot{Params: []float64{1}}); err == nil {
+		t.Error("Restore accepted a state of the wrong size")
 	}
 	bad := toyTasks(t, 2, 1, 1, 1)
 	task, _ := bad.Task(0, nil)

@@ -14,12 +14,18 @@ import (
 
 // PretrainSettings configures a Pretrainer. Zero values mean the defaults.
 type PretrainSettings struct {
-	// Batch is the number of images per step (default 64), split evenly
-	// between the workers; batch normalization uses each worker's share.
+	// Batch is the number of images per step (default 64).
 	Batch int
+	// Shares is the number of parts of sizes differing by at most one that
+	// the batch is split into for batch normalization, each normalized with
+	// its own statistics (default 1: the whole batch); every share needs
+	// two images. The result depends on Shares, not on Workers.
+	Shares int
 	// Outer is the optimizer, Adam (its zero value: LR 1e-3).
 	Outer optim.Adam
-	// Workers is the number of goroutines (default GOMAXPROCS).
+	// Workers is the number of goroutines that process the shares
+	// (default GOMAXPROCS, at most Shares). The graph's kernels split large
+	// products across the cores within a share.
 	Workers int
 	// Seed draws the minibatches: step k's batch depends on (Seed, k) only.
 	Seed uint64
@@ -41,11 +47,14 @@ type Pretrainer struct {
 	classes  int
 	features int
 	dimX     int
-	st       State
-	workers  []*pretrainWorker
+	st       Snapshot
+	shares   []*pretrainShare
+	workers  int
 }
 
-type pretrainWorker struct {
+// pretrainShare is one batch-normalization share of a step: its compiled
+// problems and buffers.
+type pretrainShare struct {
 	n        int
 	pr       *probe
 	head     *headProblem
@@ -62,6 +71,9 @@ type pretrainWorker struct {
 func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s PretrainSettings) (*Pretrainer, error) {
 	if s.Batch == 0 {
 		s.Batch = 64
+	}
+	if s.Shares == 0 {
+		s.Shares = 1
 	}
 	if err := s.Outer.Validate(); err != nil {
 		return nil, fmt.Errorf("meta: %w", err)
@@ -105,28 +117,32 @@ func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s Pretr
 	if s.Batch < 2 {
 		return nil, fmt.Errorf("meta: Pretrainer: Batch = %d; want at least 2 images", s.Batch)
 	}
-	nw := s.Workers
-	if nw <= 0 {
-		nw = runtime.GOMAXPROCS(0)
+	ns := s.Shares
+	if ns < 1 || ns > s.Batch/2 { // batch normalization needs two images per share
+		return nil, fmt.Errorf("meta: Pretrainer: Shares = %d; want between 1 and Batch/2 = %d", ns, s.Batch/2)
 	}
-	nw = min(nw, s.Batch/2) // batch normalization needs two images per share
-	for i := 0; i < nw; i++ {
-		n := s.Batch/nw + b2i(i < s.Batch%nw)
+	p.workers = s.Workers
+	if p.workers <= 0 {
+		p.workers = runtime.GOMAXPROCS(0)
+	}
+	p.workers = min(p.workers, ns)
+	for i := 0; i < ns; i++ {
+		n := s.Batch/ns + b2i(i < s.Batch%ns)
 		pr, err := newProbe(n, cnn)
 		if err != nil {
 			return nil, err
 		}
-		w := &pretrainWorker{n: n, pr: pr, images: make([]float64, n*side*side), labels: make([]int, n),
+		sh := &pretrainShare{n: n, pr: pr, images: make([]float64, n*side*side), labels: make([]int, n),
 			feats: make([]float64, 2*n*feats), gradFeat: make([]float64, 2*n*feats), gradPhi: make([]float64, pr.p.DimX())}
-		if w.head, err = newHead(n, n, p.classes, cnn); err != nil {
+		if sh.head, err = newHead(n, n, p.classes, cnn); err != nil {
 			return nil, err
 		}
-		w.gradHead = make([]float64, w.head.head.DimY())
-		p.workers = append(p.workers, w)
+		sh.gradHead = make([]float64, sh.head.head.DimY())
+		p.shares = append(p.shares, sh)
 		p.dimX = pr.p.DimX()
 	}
-	p.st.Params = make([]float64, p.dimX+p.workers[0].head.head.DimY())
-	p.workers[0].pr.p.X0(p.st.Params[:p.dimX])
+	p.st.Params = make([]float64, p.dimX+p.shares[0].head.head.DimY())
+	p.shares[0].pr.p.X0(p.st.Params[:p.dimX])
 	return p, nil
 }
 
@@ -143,11 +159,11 @@ func (p *Pretrainer) Classes() int { return p.classes }
 // Backbone returns φ; it aliases the pretrainer's parameters.
 func (p *Pretrainer) Backbone() []float64 { return p.st.Params[:p.dimX] }
 
-// State returns a copy of the pretrainer's state.
-func (p *Pretrainer) State() State { return p.st.clone() }
+// Snapshot returns a copy of the pretrainer's state.
+func (p *Pretrainer) Snapshot() Snapshot { return p.st.clone() }
 
-// SetState restores a state saved by State.
-func (p *Pretrainer) SetState(st State) error {
+// Restore restores a state saved by Snapshot.
+func (p *Pretrainer) Restore(st Snapshot) error {
 	if len(st.Params) != len(p.st.Params) {
 		return fmt.Errorf("meta: pretrainer state with %d parameters; want %d", len(st.Params), len(p.st.Params))
 	}
@@ -168,45 +184,34 @@ func (p *Pretrainer) Step() (StepStats, error) {
 	rng := rand.New(rand.NewPCG(taskSeed(p.s.Seed, uint64(k)), 0x9e7a))
 	d := p.ds.D
 	side := p.ds.Height
-	for _, w := range p.workers {
-		for i := 0; i < w.n; i++ {
+	for _, sh := range p.shares {
+		for i := 0; i < sh.n; i++ {
 			b, q := rng.IntN(len(p.base)), rng.IntN(4)
 			img := p.byBase[b][rng.IntN(len(p.byBase[b]))]
-			data.Rotate(w.images[i*d:(i+1)*d], p.ds.Row(img), side, q)
-			w.labels[i] = 4*b + q
+			data.Rotate(sh.images[i*d:(i+1)*d], p.ds.Row(img), side, q)
+			sh.labels[i] = 4*b + q
 		}
 	}
 	phi, head := p.st.Params[:p.dimX], p.st.Params[p.dimX:]
-	accs, losses := make([]float64, len(p.workers)), make([]float64, len(p.workers))
-	errs := make([]error, len(p.workers))
-	done := make(chan int)
-	for i, w := range p.workers {
-		go func() {
-			errs[i] = safely(func() error {
-				var err error
-				accs[i], losses[i], err = w.step(phi, head, p.classes, p.features, p.cnn.NoBias)
-				return err
-			})
-			done <- i
-		}()
+	accs, losses := make([]float64, len(p.shares)), make([]float64, len(p.shares))
+	err := parallelIndices(p.workers, len(p.shares), func(i int) error {
+		var err error
+		accs[i], losses[i], err = p.shares[i].step(phi, head, p.classes, p.features, p.cnn.NoBias)
+		return err
+	})
+	if err != nil {
+		return StepStats{Iter: k}, fmt.Errorf("meta: pretraining step %d: %w", k, err)
 	}
-	for range p.workers {
-		<-done
-	}
-	for _, err := range errs {
-		if err != nil {
-			return StepStats{Iter: k}, fmt.Errorf("meta: pretraining step %d: %w", k, err)
-		}
-	}
-	// The batch mean: each share's mean weighted by its size.
+	// The batch mean: each share's mean weighted by its size, in share
+	// order, so that the sum does not depend on the workers.
 	grad := make([]float64, len(p.st.Params))
 	var acc, loss, norm float64
-	for i, w := range p.workers {
-		c := float64(w.n) / float64(p.s.Batch)
-		for j, v := range w.gradPhi {
+	for i, sh := range p.shares {
+		c := float64(sh.n) / float64(p.s.Batch)
+		for j, v := range sh.gradPhi {
 			grad[j] += c * v
 		}
-		for j, v := range w.gradHead {
+		for j, v := range sh.gradHead {
 			grad[p.dimX+j] += c * v
 		}
 		acc += c * accs[i]
@@ -225,7 +230,7 @@ func (p *Pretrainer) Step() (StepStats, error) {
 
 // step computes the gradient of the share's mean cross-entropy in φ and in
 // the head, and its accuracy and loss.
-func (w *pretrainWorker) step(phi, head []float64, classes, features int, noBias bool) (acc, loss float64, err error) {
+func (w *pretrainShare) step(phi, head []float64, classes, features int, noBias bool) (acc, loss float64, err error) {
 	nf := w.n * features
 	if err := w.pr.features(w.feats[nf:], phi, w.images); err != nil {
 		return 0, 0, err

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/unroll"
 )
 
 // probe reads features of a fixed number of images through a compiled
@@ -101,15 +103,80 @@ type taskProblems struct {
 
 // worker holds what one goroutine needs to process tasks: compiled
 // problems per task size (graph.Problem is not safe for concurrent use)
-// and the inner-loop scratch.
+// and the scratch of the inner loops and meta-gradients.
 type worker struct {
-	cnn   models.CNNSettings
-	ways  int
-	sets  map[[2]int]*taskProblems
-	inner Inner
-	cg    implicit.CG
-	dy0   []float64
-	task  data.Task
+	cnn    models.CNNSettings
+	ways   int
+	sets   map[[2]int]*taskProblems
+	unroll unroll.Unroller
+	cg     implicit.CG
+	y, g   []float64 // an inner iterate and its gradient
+	v, fy  []float64 // AID's linear-system solution and right-hand side
+	mx     []float64 // AID's mixed product
+	dy0    []float64
+	task   data.Task
+}
+
+// descend runs steps steps of gradient descent of size alpha on the task's
+// g from y0 (unroll.Descend) and returns y_T, which aliases the worker's
+// storage.
+func (w *worker) descend(o fixedOracles, y0 []float64, steps int, alpha float64) ([]float64, error) {
+	w.y = append(w.y[:0], y0...)
+	w.g = grow(w.g, len(y0))
+	return w.y, unroll.Descend(o, o.X(), w.y, steps, alpha, nil, w.g)
+}
+
+// metaGradient runs a task's inner loop, steps steps of size alpha from
+// y0 on o, and writes the meta-gradient with respect to the outer point to
+// dx and, when dy0 is not nil, with respect to the head initialization
+// y0 to dy0: ITD and full ANIL by unroll's reverse sweep (whose first
+// adjoint a_0 is ANIL's gradient for w_0), AID by implicit.Estimate with
+// CG from zero at y_D, first-order ANIL by ∇f at y_T. It returns y_T,
+// which aliases the worker's storage.
+func (w *worker) metaGradient(dx, dy0 []float64, o fixedOracles, y0 []float64, g Gradient, firstOrder bool, steps int, alpha float64) ([]float64, error) {
+	x := o.X()
+	if g != AID && !firstOrder {
+		w.unroll.Steps, w.unroll.Alpha = steps, alpha
+		if err := w.unroll.Forward(o, x, y0); err != nil {
+			return nil, err
+		}
+		if _, err := w.unroll.Backward(dx, dy0, o, nil); err != nil {
+			return nil, err
+		}
+		return w.unroll.Final(), nil
+	}
+	y, err := w.descend(o, y0, steps, alpha)
+	if err != nil {
+		return nil, err
+	}
+	if firstOrder {
+		o.GradF(dx, dy0, x, y, nil)
+		return y, nil
+	}
+	w.v, w.fy, w.mx = grow(w.v, len(y)), grow(w.fy, len(y)), grow(w.mx, len(dx))
+	clear(w.v)
+	op := implicit.HVPOperator(o, x, y, nil)
+	_, err = implicit.Estimate(dx, w.v, implicit.System{
+		Gradient: func(gx, gy []float64) { o.GradF(gx, gy, x, y, nil) },
+		Solve:    func(v, b []float64) (implicit.Stats, error) { return w.cg.Solve(v, op, b) },
+		Cross:    func(dst, v []float64) { o.MixedXY(dst, x, y, v, nil) },
+	}, w.fy, w.mx)
+	return y, err
+}
+
+func grow(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
+func finite(v []float64) bool {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
 func newWorkers(n int, cnn models.CNNSettings, ways int) []*worker {
@@ -170,10 +237,23 @@ func (w *worker) problems(ns, nq int, direct bool) (*taskProblems, error) {
 // parallel runs f(w, i) for i = 0, …, n−1 on the workers, one goroutine
 // each, and returns the error of the smallest i that failed.
 func parallel(ws []*worker, n int, f func(w *worker, i int) error) error {
+	return run(len(ws), n, func(g, i int) error { return f(ws[g], i) })
+}
+
+// parallelIndices runs f(i) for i = 0, …, n−1 on g goroutines and returns
+// the error of the smallest i that failed.
+func parallelIndices(g, n int, f func(i int) error) error {
+	return run(g, n, func(_, i int) error { return f(i) })
+}
+
+// run runs f(g, i) for i = 0, …, n−1 on goroutines g = 0, …, workers−1,
+// each taking the next index, and returns the error of the smallest i
+// that failed; a panic of f is an error.
+func run(workers, n int, f func(g, i int) error) error {
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	for g := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -182,7 +262,7 @@ func parallel(ws []*worker, n int, f func(w *worker, i int) error) error {
 				if i >= n {
 					return
 				}
-				errs[i] = safely(func() error { return f(w, i) })
+				errs[i] = safely(func() error { return f(g, i) })
 			}
 		}()
 	}

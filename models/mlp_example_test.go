@@ -38,7 +38,7 @@ func ExampleMLP() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("ITD: f(x, y_20) = %.4f with %d HVPs and %d mixed products\n", res.F, res.HVPCalls, res.MixedCalls)
+	fmt.Printf("ITD: f(x, y_20) = %.4f with %d HVPs and %d mixed products\n", p.F(x, u.Final(), nil), res.Calls.HVP, res.Calls.MixedXY)
 	// Output:
 	// x = (W1, b1) ∈ R^9, y = (W2, b2) ∈ R^8
 	// oracles within 1e-6 of finite differences: true

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/gobilevel/bilevel/implicit"
-	"gonum.org/v1/gonum/floats"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // AIDBiO is AID-BiO, the approximate-implicit-differentiation method of
@@ -16,13 +16,16 @@ import (
 //	ĥ∇Φ(x_k) = ∇x f(x_k, y_k^D) − ∇xy g(x_k, y_k^D) v_k^N          (eq. 3)
 //	x_{k+1} = x_k − β ĥ∇Φ(x_k)   (or the step of the Outer optimizer)
 //
-// v_k^N is kept in State.V. Oracle calls per iteration: D GradG, 1 GradF,
-// 1 MixedXY and N+1 HVPs: N for the CG steps and 1 for the initial residual
-// ∇y f − ∇yy g v_k^0, which is skipped while v_k^0 = 0 (at k = 0), so
-// iteration 0 costs N. CG stops earlier only when the residual reaches
-// CGTol (or exactly 0). CG is implicit.CG on the operator
-// implicit.HVPOperator; if it breaks down on a NaN or ±Inf, v is set to NaN
-// and Solve reports the oracle and restores the state before the iteration.
+// It composes the inner loop (unroll.Descend), the estimate
+// implicit.Estimate with implicit.CG on the problem's HVP operator
+// (implicit.HVPOperator, linearized where the problem declares it) and the
+// outer optimizer. v_k^N is kept in State.V. Oracle calls per iteration:
+// D GradG, 1 GradF, 1 MixedXY and N+1 HVPs: N for the CG steps and 1 for
+// the initial residual ∇y f − ∇yy g v_k^0, which is skipped while v_k^0 = 0
+// (at k = 0), so iteration 0 costs N. CG stops earlier only when the
+// residual reaches CGTol (or exactly 0). If CG breaks down on a NaN or
+// ±Inf, the iteration fails with the solver's *implicit.BreakdownError
+// (v left at its last finite iterate) and Solve names the oracle.
 //
 // With the batch sizes left at 0 this is the deterministic algorithm of the
 // paper; setting them gives a minibatch variant (the CG system and the mixed
@@ -47,8 +50,8 @@ type AIDBiO struct {
 	// HessianBatch is the size of the lower-level batch drawn once per
 	// iteration for the CG HVPs and the mixed product; 0: whole data set.
 	HessianBatch int
-	// OuterBatch is the upper-level batch size for ∇f; 0: whole data set.
-	OuterBatch int
+	// UpperBatch is the upper-level batch size for ∇f; 0: whole data set.
+	UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3).
 	Outer Optimizer
 }
@@ -56,77 +59,77 @@ type AIDBiO struct {
 var _ Method = AIDBiO{}
 
 // Init implements Method. It allocates State.V (zeros) if missing.
-func (m AIDBiO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m AIDBiO) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "AIDBiO", checks: []error{
 		checkStep("AIDBiO.Alpha", m.Alpha),
 		checkCount("AIDBiO.D", m.D),
 		checkCount("AIDBiO.N", m.N),
 		checkBatch(p, "AIDBiO.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "AIDBiO.HessianBatch", m.HessianBatch, Lower),
-		checkBatch(p, "AIDBiO.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "AIDBiO.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("AIDBiO", st),
-	)
-	if err != nil {
-		return err
+		checkIncreasing("AIDBiO.IncreasingD", m.IncreasingD),
+		checkTol("AIDBiO.CGTol", m.CGTol),
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Alpha}, v: true}.run(p, st)
+}
+
+// InnerSteps returns D_k, the number of inner steps at iteration k, or an
+// error when the increasing schedule exceeds MaxInnerSteps.
+func (m AIDBiO) InnerSteps(k int) (int, error) {
+	if m.IncreasingD > 0 {
+		return IncreasingSteps(m.IncreasingD, k)
 	}
-	if !(m.IncreasingD >= 0) || math.IsInf(m.IncreasingD, 1) {
-		return fmt.Errorf("AIDBiO.IncreasingD = %v: set c > 0 for D_k = ⌈c (k+1)^(1/4)⌉, or 0 for constant D", m.IncreasingD)
+	return count(m.D, 10), nil
+}
+
+// MaxInnerSteps bounds the number of inner steps of one iteration of an
+// increasing schedule (D_k of AIDBiO.IncreasingD, meta's Growth): a larger
+// D_k is an error, not an integer overflow.
+const MaxInnerSteps = math.MaxInt32
+
+// IncreasingSteps returns D_k = ⌈c (k+1)^{1/4}⌉, the inner steps of
+// iteration k of AID-BiO-increasing (paper 003 Sec. 5), or an error when
+// it exceeds MaxInnerSteps.
+func IncreasingSteps(c float64, k int) (int, error) {
+	d := math.Ceil(c * math.Pow(float64(k+1), 0.25))
+	if !(d <= MaxInnerSteps) {
+		return 0, fmt.Errorf("the increasing schedule ⌈c (k+1)^(1/4)⌉ with c = %v gives %v inner steps at iteration %d, more than %d: use a smaller c", c, d, k, MaxInnerSteps)
 	}
-	if !(m.CGTol >= 0) || math.IsInf(m.CGTol, 1) {
-		return fmt.Errorf("AIDBiO.CGTol = %v: set a finite tolerance ≥ 0 (0 runs all N steps)", m.CGTol)
+	return int(d), nil
+}
+
+// checkIncreasing validates the constant c of an increasing schedule.
+func checkIncreasing(name string, c float64) error {
+	if !(c >= 0) || math.IsInf(c, 1) {
+		return fmt.Errorf("%s = %v: set c > 0 for D_k = ⌈c (k+1)^(1/4)⌉, or 0 for constant D", name, c)
 	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("AIDBiO.Outer: %w", err)
-	}
-	if m.Alpha == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
+	if _, err := IncreasingSteps(c, 0); err != nil {
+		return fmt.Errorf("%s = %v: %w", name, c, err)
 	}
 	return nil
 }
 
-// InnerSteps returns D_k, the number of inner steps at iteration k.
-func (m AIDBiO) InnerSteps(k int) int {
-	if m.IncreasingD > 0 {
-		return int(math.Ceil(m.IncreasingD * math.Pow(float64(k+1), 0.25)))
+// checkTol validates a relative tolerance whose zero value runs all steps.
+func checkTol(name string, tol float64) error {
+	if !(tol >= 0) || math.IsInf(tol, 1) {
+		return fmt.Errorf("%s = %v: set a finite tolerance ≥ 0 (0 runs all N steps)", name, tol)
 	}
-	if m.D == 0 {
-		return 10
-	}
-	return m.D
+	return nil
 }
 
 // Iterate implements Method.
-func (m AIDBiO) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
-	x, y := st.X, st.Y
-	alpha := stepOrDefault(m.Alpha, st)
-	gy := st.Work("aid.gy", dy)
-	for range m.InnerSteps(st.Iter) {
-		p.GradG(nil, gy, x, y, st.Batch(p, Lower, m.InnerBatch))
-		floats.AddScaled(y, -alpha, gy)
-	}
-
-	h, fy := st.Work("aid.h", dx), st.Work("aid.fy", dy)
-	p.GradF(h, fy, x, y, st.Batch(p, Upper, m.OuterBatch))
-	hb := st.Batch(p, Lower, m.HessianBatch)
-	n := m.N
-	if n == 0 {
-		n = 10
-	}
-	_, err := conjugateGradient(implicit.HVPOperator(p, x, y, hb), st.V, fy, n, m.CGTol)
+func (m AIDBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	d, err := m.InnerSteps(st.Iter)
 	if err != nil {
-		poisonOnBreakdown(st.V, err)
 		return Iteration{}, err
 	}
-	w := st.Work("aid.w", dx)
-	p.MixedXY(w, x, y, st.V, hb)
-	floats.Sub(h, w) // eq. 3
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	var hb []int // one lower batch for the CG system and the mixed product
+	return aidStep{steps: d, alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: func(v, b []float64) (implicit.Stats, error) {
+			hb = st.Batch(p, Lower, m.HessianBatch)
+			return cgOn(implicit.HVPOperator(p, st.X, st.Y, hb), count(m.N, 10), m.CGTol)(v, b)
+		},
+		cross: func(dst, v []float64) { p.MixedXY(dst, st.X, st.Y, v, hb) },
+		scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

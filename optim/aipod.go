@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // AiPOD is alternating implicit projected SGD for equality-constrained
@@ -42,7 +45,8 @@ type AiPOD struct {
 	Alpha float64
 	// Beta is the lower-level step β; 0 means 1/L, L the largest eigenvalue
 	// of ∇yy g at (x0, y0) on the whole lower data set (≈ ℓ_g,1; β ≤ 1/ℓ_g,1
-	// by Lemma 14), estimated once in Init by power iteration (≤ 100 HVPs).
+	// by Lemma 14), estimated once in Init by min(30, DimY) Lanczos steps
+	// (as many HVPs), as for AIDBiO.Alpha.
 	Beta float64
 	// S is the number of lower-level steps per iteration; 0 means 5 (the
 	// synthetic experiment, paper 004 Appendix F).
@@ -59,9 +63,9 @@ type AiPOD struct {
 	Lower *LowerEquality
 	// InnerBatch is |φ^{k,s}| (lower data) of each lower step; HessianBatch
 	// is |φ_(n)| (lower data) of each HVP of the series and of the batch
-	// φ_(0) shared by the mixed product and the coupling HVP; OuterBatch is
+	// φ_(0) shared by the mixed product and the coupling HVP; UpperBatch is
 	// |ξ^k| (upper data). 0 means the whole data set.
-	InnerBatch, HessianBatch, OuterBatch int
+	InnerBatch, HessianBatch, UpperBatch int
 }
 
 // EAiPOD is E-AiPOD, the projection-efficient AiPOD of paper 004
@@ -91,7 +95,7 @@ type AiPOD struct {
 // Iteration.HypergradNorm is ‖x_k − x_{k+1}‖/(αδT).
 type EAiPOD struct {
 	// Alpha, Beta, S, N, Eta, Series, Lower and the batch sizes are as in
-	// AiPOD; every t ≥ 1 local step draws a fresh OuterBatch.
+	// AiPOD; every t ≥ 1 local step draws a fresh UpperBatch.
 	Alpha, Beta float64
 	S, N        int
 	Eta         float64
@@ -107,7 +111,7 @@ type EAiPOD struct {
 	// Corollary 2 takes δ = √T with an O(T) lower batch).
 	Delta float64
 
-	InnerBatch, HessianBatch, OuterBatch int
+	InnerBatch, HessianBatch, UpperBatch int
 }
 
 // E2AiPOD is E2-AiPOD, paper 004 Algorithms 4 and 5, for lower sets that do
@@ -124,9 +128,9 @@ type EAiPOD struct {
 // u tends to u*(x, y) of eq. 15, the minimizer of the quadratic of Lemma 4
 // over Ker A, and d_f uses "+ ∇xy g u" as eq. 18a does with eq. 15 (the
 // appendix writes d̄_f = ∇x f − ∇xy g u at line 1467, a sign slip). ξ_(0) = ξ^k: one GradF call gives ∇x f and the first ∇y f; the
-// steps n ≥ 1 draw fresh upper batches (none when OuterBatch is 0, since
+// steps n ≥ 1 draw fresh upper batches (none when UpperBatch is 0, since
 // the whole data set gives the same ∇y f). Iteration cost: S GradG,
-// 1 + (N−1)·[OuterBatch > 0] GradF, N−1 HVPs (N with WarmStart), 1 MixedXY;
+// 1 + (N−1)·[UpperBatch > 0] GradF, N−1 HVPs (N with WarmStart), 1 MixedXY;
 // lower projections ~ Binomial(S, p), implicit ones ~ Binomial(N, q), and
 // one upper projection every T iterations.
 //
@@ -163,7 +167,7 @@ type E2AiPOD struct {
 	// it; false follows Algorithm 4.
 	WarmStart bool
 
-	InnerBatch, HessianBatch, OuterBatch int
+	InnerBatch, HessianBatch, UpperBatch int
 }
 
 var (
@@ -181,8 +185,8 @@ func rejectProjectY(method string, st *State) error {
 }
 
 // Init implements Method. It estimates L if Beta or Eta is 0.
-func (m AiPOD) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m AiPOD) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "AiPOD", checks: []error{
 		aipodCheckAlpha("AiPOD.Alpha", m.Alpha),
 		checkStep("AiPOD.Beta", m.Beta),
 		checkStep("AiPOD.Eta", m.Eta),
@@ -192,35 +196,27 @@ func (m AiPOD) Init(p Problem, st *State) error {
 		aipodCheckLower("AiPOD.Lower", p, m.Lower),
 		checkBatch(p, "AiPOD.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "AiPOD.HessianBatch", m.HessianBatch, Lower),
-		checkBatch(p, "AiPOD.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "AiPOD.UpperBatch", m.UpperBatch, Upper),
 		rejectProjectY("AiPOD", st),
-	)
-	if err != nil {
-		return err
-	}
-	return aipodNeedCurvature(p, st, m.Beta, m.Eta)
+	}, steps: []float64{m.Beta, m.Eta}}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
+func (m AiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	dx := p.DimX()
 	e := &aipodEnv{p: p, st: st, m: 1, set: m.Lower, x: [][]float64{st.X}, y: [][]float64{st.Y}}
 	if err := e.atX(); err != nil {
 		return Iteration{}, err
 	}
-	e.projectedLower(aipodStep(m.Beta, st), aipodInt(m.S, 5), m.InnerBatch)
-
-	fx, fy := st.Work("aipod.fx", dx), st.Work("aipod.fy", dy)
-	p.GradF(fx, fy, st.X, st.Y, e.batch(Upper, 0, m.OuterBatch))
-	u := st.Work("aipod.u", dy)
-	e.neumannU(u, [][]float64{fy}, aipodStep(m.Eta, st), aipodInt(m.N, 10), m.Series, m.HessianBatch)
-	w := st.Work("aipod.w", dx)
-	e.correction([][]float64{w}, u, fy, m.HessianBatch)
-
+	e.projectedLower(stepOrDefault(m.Beta, st), count(m.S, 5), m.InnerBatch)
+	h, c := st.Work("aipod.h", dx), st.Work("aipod.c", dx)
+	if err := e.hypergradient(h, c, stepOrDefault(m.Eta, st), count(m.N, 10), m.Series, m.HessianBatch, m.UpperBatch); err != nil {
+		return Iteration{}, err
+	}
 	old := st.Work("aipod.xold", dx)
 	copy(old, st.X)
-	for i := range fx {
-		st.X[i] -= m.Alpha * (fx[i] + w[i]) // eq. 9a, Algorithm 1 line 7
+	for i, hi := range h {
+		st.X[i] -= m.Alpha * hi // eq. 9a, Algorithm 1 line 7
 	}
 	e.count(keyRoundsUpper)
 	st.ProjectX(st.X)
@@ -229,22 +225,21 @@ func (m AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 
 // Init implements Method. It allocates the control variate r (zeros) and
 // estimates L if Beta or Eta is 0.
-func (m EAiPOD) Init(p Problem, st *State) error {
-	if err := m.check("EAiPOD", p, st); err != nil {
-		return err
-	}
-	if err := rejectProjectY("EAiPOD", st); err != nil {
-		return err
-	}
+func (m EAiPOD) Init(p oracle.Problem, st *State) error {
 	px, _ := st.Projections()
-	if err := checkDelta("EAiPOD.Delta", m.Delta, px); err != nil {
+	err := methodInit{name: "EAiPOD", checks: []error{
+		m.check("EAiPOD", p),
+		rejectProjectY("EAiPOD", st),
+		checkDelta("EAiPOD.Delta", m.Delta, px),
+	}, steps: []float64{m.Beta, m.Eta}}.run(p, st)
+	if err != nil {
 		return err
 	}
 	st.Vec("eaipod.r", p.DimY())
-	return aipodNeedCurvature(p, st, m.Beta, m.Eta)
+	return nil
 }
 
-func (m EAiPOD) check(name string, p Problem, st *State) error {
+func (m EAiPOD) check(name string, p oracle.Problem) error {
 	return firstErr(
 		aipodCheckAlpha(name+".Alpha", m.Alpha),
 		checkStep(name+".Beta", m.Beta),
@@ -257,7 +252,7 @@ func (m EAiPOD) check(name string, p Problem, st *State) error {
 		aipodCheckLower(name+".Lower", p, m.Lower),
 		checkBatch(p, name+".InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, name+".HessianBatch", m.HessianBatch, Lower),
-		checkBatch(p, name+".OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, name+".UpperBatch", m.UpperBatch, Upper),
 	)
 }
 
@@ -277,7 +272,7 @@ func checkDelta(name string, delta float64, px Projection) error {
 }
 
 // Iterate implements Method.
-func (m EAiPOD) Iterate(p Problem, st *State) (Iteration, error) {
+func (m EAiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	e := &aipodEnv{p: p, st: st, m: 1, set: m.Lower, x: [][]float64{st.X}, y: [][]float64{st.Y}}
 	r := [][]float64{st.Vec("eaipod.r", p.DimY())}
 	return m.iterate(e, r)
@@ -288,34 +283,36 @@ func (m EAiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 // starts from x = st.X, which it returns updated.
 func (m EAiPOD) iterate(e *aipodEnv, r [][]float64) (Iteration, error) {
 	p, st := e.p, e.st
-	dx, dy := p.DimX(), p.DimY()
+	dx := p.DimX()
 	if err := e.atX(); err != nil {
 		return Iteration{}, err
 	}
-	e.proxSkipLower(r, aipodStep(m.Beta, st), aipodFloat(m.P, 0.3), aipodInt(m.S, 5), m.InnerBatch)
-
-	fx, fy := e.works("eaipod.fx", dx), e.works("eaipod.fy", dy)
-	for c := range e.m {
-		p.GradF(fx[c], fy[c], e.x[c], e.y[c], e.batch(Upper, c, m.OuterBatch))
+	e.proxSkipLower(r, stepOrDefault(m.Beta, st), aipodFloat(m.P, 0.3), count(m.S, 5), m.InnerBatch)
+	h, c := st.Work("eaipod.h", e.m*dx), st.Work("eaipod.c", e.m*dx)
+	if err := e.hypergradient(h, c, stepOrDefault(m.Eta, st), count(m.N, 10), m.Series, m.HessianBatch, m.UpperBatch); err != nil {
+		return Iteration{}, err
 	}
-	u := st.Work("eaipod.u", dy)
-	e.neumannU(u, fy, aipodStep(m.Eta, st), aipodInt(m.N, 10), m.Series, m.HessianBatch)
-	w := e.works("eaipod.w", dx)
-	e.correction(w, u, fy[0], m.HessianBatch)
-
-	// 11a, 11b: T local steps from x_k with the delayed w_k.
-	alpha, t := m.Alpha, aipodInt(m.T, 1)
-	xl, g := e.works("eaipod.xl", dx), st.Work("eaipod.gx", dx)
-	for c := range e.m {
-		copy(xl[c], st.X)
+	// 11a, 11b: T local steps from x_k with the delayed cross term C·v of
+	// x_k, the hypergradient at x^{k,t} on a fresh upper batch for t ≥ 1.
+	alpha, t := m.Alpha, count(m.T, 1)
+	xl, g := e.works("eaipod.xl", dx), st.Work("eaipod.g", dx)
+	gy, cs := st.Work("eaipod.gy", p.DimY()), st.Work("eaipod.cs", dx)
+	for k := range e.m {
+		ck, y := c[k*dx:(k+1)*dx], e.y[k]
+		copy(xl[k], st.X)
+		copy(g, h[k*dx:(k+1)*dx])
 		for step := range t {
-			gx := fx[c]
 			if step > 0 {
-				p.GradF(g, nil, xl[c], e.y[c], e.batch(Upper, c, m.OuterBatch))
-				gx = g
+				_, err := implicit.Estimate(g, gy, implicit.System{
+					Gradient: func(gx, _ []float64) { p.GradF(gx, nil, xl[k], y, e.batch(Upper, k, m.UpperBatch)) },
+					Cross:    func(dst, _ []float64) { copy(dst, ck) },
+				}, gy, cs)
+				if err != nil {
+					return Iteration{}, err
+				}
 			}
-			for i, wi := range w[c] {
-				xl[c][i] -= alpha * (gx[i] + wi)
+			for i, gi := range g {
+				xl[k][i] -= alpha * gi
 			}
 		}
 	}
@@ -332,11 +329,12 @@ func (m EAiPOD) iterate(e *aipodEnv, r [][]float64) (Iteration, error) {
 
 // Init implements Method. It allocates the control variate r (and u, e with
 // WarmStart) and estimates L if Beta or Rho is 0.
-func (m E2AiPOD) Init(p Problem, st *State) error {
-	if err := m.check("E2AiPOD", p, st); err != nil {
-		return err
-	}
-	if err := rejectProjectY("E2AiPOD", st); err != nil {
+func (m E2AiPOD) Init(p oracle.Problem, st *State) error {
+	err := methodInit{name: "E2AiPOD", checks: []error{
+		m.check("E2AiPOD", p),
+		rejectProjectY("E2AiPOD", st),
+	}, steps: []float64{m.Beta, m.Rho}}.run(p, st)
+	if err != nil {
 		return err
 	}
 	dy := p.DimY()
@@ -345,10 +343,10 @@ func (m E2AiPOD) Init(p Problem, st *State) error {
 		st.Vec("e2aipod.u", dy)
 		st.Vec("e2aipod.e", dy)
 	}
-	return aipodNeedCurvature(p, st, m.Beta, m.Rho)
+	return nil
 }
 
-func (m E2AiPOD) check(name string, p Problem, st *State) error {
+func (m E2AiPOD) check(name string, p oracle.Problem) error {
 	err := firstErr(
 		aipodCheckAlpha(name+".Alpha", m.Alpha),
 		checkStep(name+".Beta", m.Beta),
@@ -361,7 +359,7 @@ func (m E2AiPOD) check(name string, p Problem, st *State) error {
 		aipodCheckLower(name+".Lower", p, m.Lower),
 		checkBatch(p, name+".InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, name+".HessianBatch", m.HessianBatch, Lower),
-		checkBatch(p, name+".OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, name+".UpperBatch", m.UpperBatch, Upper),
 	)
 	if err == nil && m.Lower != nil && m.Lower.Coupled() {
 		err = errors.New(name + ".Lower depends on x (h ≠ 0), but E2-AiPOD requires h = 0 (paper 004 Section 4): use EAiPOD or AiPOD")
@@ -370,7 +368,7 @@ func (m E2AiPOD) check(name string, p Problem, st *State) error {
 }
 
 // Iterate implements Method.
-func (m E2AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
+func (m E2AiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	dy := p.DimY()
 	e := &aipodEnv{p: p, st: st, m: 1, set: m.Lower, x: [][]float64{st.X}, y: [][]float64{st.Y}}
 	r := [][]float64{st.Vec("e2aipod.r", dy)}
@@ -382,7 +380,7 @@ func (m E2AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 	}
 	old := st.Work("e2aipod.xold", p.DimX())
 	copy(old, st.X)
-	if err := m.iterate(e, r, [][]float64{u}, [][]float64{ev}); err != nil {
+	if err := m.iterate(e, r, u, ev); err != nil {
 		return Iteration{}, err
 	}
 	return Iteration{HypergradNorm: aipodStepNorm(old, st.X, m.Alpha)}, nil
@@ -390,38 +388,53 @@ func (m E2AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 
 // iterate is one iteration of E2-AiPOD on the clients of e (Algorithm 5,
 // or Algorithm 6 with Algorithms 7 and 9 for a federated e), updating the
-// clients' x_m in place. u and ev are the medium-level variables; they are
-// zeroed here unless WarmStart.
-func (m E2AiPOD) iterate(e *aipodEnv, r, u, ev [][]float64) error {
+// clients' x_m in place. u and ev are the clients' medium-level variables
+// (M·d_y, client-major); they are zeroed here unless WarmStart. d_f of eq.
+// 18a is implicit.Estimate whose solve is the medium level and whose cross
+// term is −∇xy g u (u ≈ −H⁻¹∇y f is the paper's sign).
+func (m E2AiPOD) iterate(e *aipodEnv, r [][]float64, u, ev []float64) error {
 	p, st := e.p, e.st
 	dx, dy := p.DimX(), p.DimY()
 	if err := e.atX(); err != nil {
 		return err
 	}
-	e.proxSkipLower(r, aipodStep(m.Beta, st), aipodFloat(m.P, 0.3), aipodInt(m.S, 5), m.InnerBatch)
-
-	fx, fy := e.works("e2aipod.fx", dx), e.works("e2aipod.fy", dy)
-	for c := range e.m {
-		p.GradF(fx[c], fy[c], e.x[c], e.y[c], e.batch(Upper, c, m.OuterBatch))
+	e.proxSkipLower(r, stepOrDefault(m.Beta, st), aipodFloat(m.P, 0.3), count(m.S, 5), m.InnerBatch)
+	h := st.Work("e2aipod.h", e.m*dx)
+	_, err := implicit.Estimate(h, u, implicit.System{
+		Gradient: func(gx, gy []float64) {
+			for c := range e.m {
+				p.GradF(gx[c*dx:(c+1)*dx], gy[c*dy:(c+1)*dy], e.x[c], e.y[c], e.batch(Upper, c, m.UpperBatch))
+			}
+		},
+		Solve: func(u, fy []float64) (implicit.Stats, error) {
+			if !m.WarmStart {
+				clear(u)
+				clear(ev)
+			}
+			e.mediumLevel(aipodViews(u, e.m, dy), aipodViews(ev, e.m, dy), aipodViews(fy, e.m, dy),
+				stepOrDefault(m.Rho, st), aipodFloat(m.Q, 0.3), count(m.N, 10), m.HessianBatch, m.UpperBatch, !m.WarmStart)
+			return implicit.Stats{}, nil
+		},
+		Cross: func(dst, u []float64) {
+			for c := range e.m {
+				w := dst[c*dx : (c+1)*dx]
+				p.MixedXY(w, e.x[c], e.y[c], u[c*dy:(c+1)*dy], e.batch(Lower, c, m.HessianBatch))
+				for i := range w {
+					w[i] = -w[i]
+				}
+			}
+		},
+	}, st.Work("e2aipod.fy", e.m*dy), st.Work("e2aipod.w", e.m*dx))
+	if err != nil {
+		return err
 	}
-	if !m.WarmStart {
-		for c := range e.m {
-			clear(u[c])
-			clear(ev[c])
-		}
-	}
-	e.mediumLevel(u, ev, fy, aipodStep(m.Rho, st), aipodFloat(m.Q, 0.3), aipodInt(m.N, 10),
-		m.HessianBatch, m.OuterBatch, !m.WarmStart)
-
-	w := st.Work("e2aipod.w", dx)
 	for c := range e.m {
-		p.MixedXY(w, e.x[c], e.y[c], u[c], e.batch(Lower, c, m.HessianBatch))
 		x := e.x[c]
-		for i, wi := range w {
-			x[i] -= m.Alpha * (fx[c][i] + wi) // 18a, 18b
+		for i, hi := range h[c*dx : (c+1)*dx] {
+			x[i] -= m.Alpha * hi // 18a, 18b
 		}
 	}
-	if st.Iter%aipodInt(m.T, 1) == 0 {
+	if st.Iter%count(m.T, 1) == 0 {
 		xbar := st.Work("e2aipod.xbar", dx)
 		e.projectUpper(xbar, e.x)
 		for _, x := range e.x {

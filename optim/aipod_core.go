@@ -5,7 +5,8 @@ package optim
 // (projected SGD, eq. 5; ProxSkip, eqs. 10a–c), the matrix-free projected
 // Neumann estimate of the constrained implicit gradient (eqs. 8, 9b), the
 // medium-level ProxSkip of E2-AiPOD (eqs. 17a–c) and the projection and
-// communication counters.
+// communication counters. The hypergradient itself is implicit.Estimate
+// with implicit.Neumann on the clients' projected products.
 //
 // Every routine works on M "clients", each with its own x_m, y_m and data
 // shards. A centralized method is one client whose projections are those
@@ -20,6 +21,7 @@ import (
 	"math"
 
 	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -50,12 +52,11 @@ type Rounds struct {
 // UpperTotal returns Upper + Implicit, the paper's upper-level count.
 func (r Rounds) UpperTotal() int64 { return r.Upper + r.Implicit }
 
-// State.Scalars keys of the counters and of the curvature estimate.
+// State.Scalars keys of the counters.
 const (
 	keyRoundsLower    = "aipod.rounds.lower"
 	keyRoundsUpper    = "aipod.rounds.upper"
 	keyRoundsImplicit = "aipod.rounds.implicit"
-	keyAipodCurvature = "aipod.curvature"
 )
 
 // RoundsOf returns the cumulative projection (communication) counts of a run
@@ -102,7 +103,7 @@ func (s NeumannEstimator) String() string {
 
 // aipodEnv is one iteration's view of the clients of an AiPOD-family run.
 type aipodEnv struct {
-	p  Problem
+	p  oracle.Problem
 	st *State
 	m  int
 	// lower and upper are the clients' shards; nil: one client holding the
@@ -287,75 +288,89 @@ func (e *aipodEnv) proxSkipLower(r [][]float64, beta, p float64, s, size int) {
 	}
 }
 
-// neumannU stores in u the estimate of
+// hypergradient writes to h (M·d_x, client-major) every client's
+// estimate of the constrained implicit gradient of eq. 9b,
 //
-//	u* = −V₂ (V₂ᵀ ∇yy g V₂)⁻¹ V₂ᵀ ∇y f                              (eq. 15)
+//	h_m = ∇x f_m(φ) − C_m·v,   v ≈ V₂ (V₂ᵀ ∇yy g V₂)⁻¹ V₂ᵀ ∇y f = −u*   (eq. 15)
 //
-// of the series in eq. 9b, matrix-free: with P = P_y (the implicit
+// as one implicit.Estimate over the clients, and leaves the cross terms C_m·v
+// in c (M·d_x), E-AiPOD's delayed correction. With P = P_y (the implicit
 // projection: P_y for a centralized run, the server average for a
-// federated one, Algorithm 8),
+// federated one, Algorithm 8), v is the Neumann estimate on the operator
+// v ↦ P(∇yy g v) with right-hand side P ∇y f:
 //
 //	z_0 = P ∇y f,   z_n = z_{n−1} − η P (∇yy g(φ_(n)) z_{n−1}),
-//	u = −ηN z_{N'} (NeumannRandomTerm)   or   u = −η Σ_{n=0}^{N−1} z_n (NeumannPartialSum),
+//	v = ηN z_{N'} (NeumannRandomTerm)   or   v = η Σ_{n=0}^{N−1} z_n (NeumannPartialSum),
 //
-// which equals −V₂[η N Π (I − η V₂ᵀ H_n V₂)]V₂ᵀ ∇y f because V₂V₂ᵀ = P and
-// V₂ᵀV₂ = I. Each z_n is a fresh batch φ_(n) per client. Algorithm 8 scales
-// v_0 by c̃N/ℓ first and averages (I − ηH_m) v; scaling at the end and
-// averaging H_m v is the same linear map. The product has N' factors,
-// n = 1..N', as in eq. 9b (Lemma 11, line 892, writes n = 0..N'). fy holds the clients' ∇y f_m.
-// Costs 1 + J implicit rounds and J HVPs per client, J = N' or N−1.
-func (e *aipodEnv) neumannU(u []float64, fy [][]float64, eta float64, n int, series NeumannEstimator, hb int) {
-	dy := e.p.DimY()
-	z, pt := e.st.Work("aipod.nz", dy), e.st.Work("aipod.npt", dy)
-	t := e.works("aipod.nt", dy)
-	e.implicit(z, fy)
-	j, scale := n-1, eta
-	var sum []float64
+// (implicit.Neumann on a per-step source: each step draws a fresh batch
+// φ_(n) per client and is one implicit round), which equals
+// V₂[η N Π (I − η V₂ᵀ H_n V₂)]V₂ᵀ ∇y f because V₂V₂ᵀ = P and V₂ᵀV₂ = I.
+// Algorithm 8 scales v_0 by c̃N/ℓ first and averages (I − ηH_m) v; scaling
+// at the end and averaging H_m v is the same linear map. The product has
+// N' factors, n = 1..N', as in eq. 9b (Lemma 11, line 892, writes
+// n = 0..N'). The cross term is C_m·v = ∇xy g_m(φ_(0)) v on one fresh
+// batch per client, plus ∇h(x)ᵀ A⁺ᵀ (∇y f − ∇yy g(φ_(0)) v) for a
+// centralized run with a coupled lower set (h ≠ 0; one more HVP). Sign:
+// paper 004 writes u = −v and h_f = ∇x f + ∇xy g u − ∇h(x)ᵀA⁺ᵀ(∇yy g u +
+// ∇y f) (eq. 9b; Algorithm 8 line 13 writes w = −∇xy g v and Algorithm 6
+// then subtracts it); the products are the same. Costs 1 + J implicit
+// rounds and J HVPs per client, J = N' or N−1, and one GradF and one
+// MixedXY per client, the upper batches drawn first.
+func (e *aipodEnv) hypergradient(h, c []float64, eta float64, n int, series NeumannEstimator, hb, ub int) error {
+	dx, dy := e.p.DimX(), e.p.DimY()
+	fy, t := e.works("aipod.fy", dy), e.works("aipod.nt", dy)
+	v := e.st.Work("aipod.v", dy)
+	clear(v) // a cold start
+	var truncate func(int) int
 	if series == NeumannRandomTerm {
-		j, scale = e.st.Rand().IntN(n), eta*float64(n)
-	} else {
-		sum = e.st.Work("aipod.nsum", dy)
-		copy(sum, z)
+		truncate = e.st.Rand().IntN
 	}
-	for range j {
+	// Step n's operator: a fresh batch φ_(n) per client, then P of the
+	// clients' products (one implicit round).
+	ops := func(int) implicit.Operator {
+		batches := make([][]int, e.m)
 		for m := range e.m {
-			e.p.HVP(t[m], e.x[m], e.y[m], z, e.batch(Lower, m, hb))
+			batches[m] = e.batch(Lower, m, hb)
 		}
-		e.implicit(pt, t)
-		floats.AddScaled(z, -eta, pt)
-		if sum != nil {
-			floats.Add(sum, z)
+		return func(dst, z []float64) {
+			for m := range e.m {
+				e.p.HVP(t[m], e.x[m], e.y[m], z, batches[m])
+			}
+			e.implicit(dst, t)
 		}
 	}
-	if sum != nil {
-		z = sum
-	}
-	floats.ScaleTo(u, -scale, z)
+	_, err := implicit.Estimate(h, v, implicit.System{
+		Gradient: func(gx, gy []float64) {
+			for m := range e.m {
+				e.p.GradF(gx[m*dx:(m+1)*dx], fy[m], e.x[m], e.y[m], e.batch(Upper, m, ub))
+			}
+			e.implicit(gy, fy) // z_0 = P ∇y f
+		},
+		Solve: neumannSeries(n, eta, math.Inf(1), truncate, ops),
+		Cross: func(dst, v []float64) {
+			for m := range e.m {
+				e.cross(dst[m*dx:(m+1)*dx], v, fy[0], m, hb)
+			}
+		},
+	}, e.st.Work("aipod.gy", dy), c)
+	return err
 }
 
-// correction stores in w_m client m's hypergradient correction of eq. 9b
-// with u from neumannU, on one fresh batch φ_(0) per client:
-//
-//	w_m = ∇xy g_m(φ_(0)) u − ∇h(x)ᵀ A⁺ᵀ (∇yy g(φ_(0)) u + ∇y f)
-//
-// The second term exists only for a centralized run with a coupled lower
-// set (h ≠ 0); it costs one more HVP. fy0 is ∇y f of client 0. Sign: paper
-// 004 eq. 9b (Algorithm 8 line 13 writes w = −∇xy g v and Algorithm 6 then
-// subtracts it; the product is the same).
-func (e *aipodEnv) correction(w [][]float64, u, fy0 []float64, hb int) {
+// cross stores in dst client m's cross term of eq. 9b at v, on one fresh
+// batch φ_(0): ∇xy g_m(φ_(0)) v, plus ∇h(x)ᵀ A⁺ᵀ (∇y f − ∇yy g(φ_(0)) v)
+// for a centralized run with a coupled lower set; fy0 is ∇y f of client 0.
+func (e *aipodEnv) cross(dst, v, fy0 []float64, m, hb int) {
 	dx, dy := e.p.DimX(), e.p.DimY()
-	coupled := e.set != nil && e.set.h != nil
-	for m := range e.m {
-		b := e.batch(Lower, m, hb)
-		e.p.MixedXY(w[m], e.x[m], e.y[m], u, b)
-		if coupled {
-			hu, g := e.st.Work("aipod.hu", dy), e.st.Work("aipod.hterm", dx)
-			e.p.HVP(hu, e.x[m], e.y[m], u, b)
-			floats.Add(hu, fy0)
-			e.set.hTerm(g, e.x[m], hu)
-			floats.Sub(w[m], g)
-		}
+	b := e.batch(Lower, m, hb)
+	e.p.MixedXY(dst, e.x[m], e.y[m], v, b)
+	if e.set == nil || e.set.h == nil {
+		return
 	}
+	hv, g := e.st.Work("aipod.hv", dy), e.st.Work("aipod.hterm", dx)
+	e.p.HVP(hv, e.x[m], e.y[m], v, b)
+	floats.SubTo(hv, fy0, hv)
+	e.set.hTerm(g, e.x[m], hv)
+	floats.Add(dst, g)
 }
 
 // mediumLevel runs n steps of the medium-level ProxSkip of E2-AiPOD
@@ -424,40 +439,6 @@ func (e *aipodEnv) mediumLevel(u, ev, fy [][]float64, rho, q float64, n, hb, ob 
 	}
 }
 
-// aipodCurvatureIters bounds the power-iteration HVPs of the default steps.
-const aipodCurvatureIters = 100
-
-// aipodCurvature returns L, an estimate of the largest eigenvalue of ∇yy g
-// at the state's (x, y) on the whole lower data set (ℓ_g,1 of paper 004),
-// by at most 100 power-iteration HVPs (implicit.LargestEigenvalue, stopped
-// when stable to 1e-12). It is cached in st.Scalars, so a run computes it
-// once, in Init, and a resumed run reuses it. The power method approaches L
-// from below, so 1/L may exceed 1/ℓ_g,1 slightly; the iterations need only
-// steps below 2/ℓ_g,1.
-func aipodCurvature(p Problem, st *State) (float64, error) {
-	if l, ok := st.Scalars[keyAipodCurvature]; ok {
-		return l, nil
-	}
-	op := func(dst, v []float64) { p.HVP(dst, st.X, st.Y, v, nil) }
-	l, err := implicit.LargestEigenvalue(op, p.DimY(), aipodCurvatureIters, 1)
-	if err == nil && !(l > 0 && !math.IsInf(l, 1)) {
-		err = fmt.Errorf("the estimate is %v", l)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("estimating the curvature ℓ_g,1 of ∇yy g at (x0, y0) for a default step size: %v: set the step sizes explicitly", err)
-	}
-	st.Scalars[keyAipodCurvature] = l
-	return l, nil
-}
-
-// aipodStep returns v if set, else 1/L from aipodCurvature (cached by Init).
-func aipodStep(v float64, st *State) float64 {
-	if v > 0 {
-		return v
-	}
-	return 1 / st.Scalars[keyAipodCurvature]
-}
-
 // aipodCheckProb validates a probability in (0, 1] whose zero value means a
 // default.
 func aipodCheckProb(name string, v float64) error {
@@ -483,14 +464,6 @@ func aipodCheckSeries(name string, s NeumannEstimator) error {
 	return nil
 }
 
-// aipodInt returns v, or def when v is 0.
-func aipodInt(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // aipodFloat returns v, or def when v is 0.
 func aipodFloat(v, def float64) float64 {
 	if v == 0 {
@@ -499,19 +472,8 @@ func aipodFloat(v, def float64) float64 {
 	return v
 }
 
-// aipodNeedCurvature computes the default-step curvature if any step is 0.
-func aipodNeedCurvature(p Problem, st *State, steps ...float64) error {
-	for _, s := range steps {
-		if s == 0 {
-			_, err := aipodCurvature(p, st)
-			return err
-		}
-	}
-	return nil
-}
-
 // aipodCheckLower validates a lower constraint against p.
-func aipodCheckLower(name string, p Problem, l *LowerEquality) error {
+func aipodCheckLower(name string, p oracle.Problem, l *LowerEquality) error {
 	if l == nil {
 		return nil
 	}

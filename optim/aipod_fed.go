@@ -21,6 +21,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/gobilevel/bilevel/oracle"
+	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -39,7 +41,7 @@ type Federation struct {
 func (f *Federation) Clients() int { return len(f.Lower) }
 
 // validate checks f against p.
-func (f *Federation) validate(name string, p Problem) error {
+func (f *Federation) validate(name string, p oracle.Problem) error {
 	if len(f.Lower) == 0 || len(f.Lower) != len(f.Upper) {
 		return fmt.Errorf("%s: %d lower and %d upper shards: give every client one shard of each data set", name, len(f.Lower), len(f.Upper))
 	}
@@ -259,9 +261,9 @@ type FedNestBaseline struct {
 	S, N        int
 	Eta         float64
 	Series      NeumannEstimator
-	// InnerBatch, HessianBatch and OuterBatch are per-client batch sizes
+	// InnerBatch, HessianBatch and UpperBatch are per-client batch sizes
 	// as in AiPOD; 0 means the client's whole shard.
-	InnerBatch, HessianBatch, OuterBatch int
+	InnerBatch, HessianBatch, UpperBatch int
 	// Clients is the federation; nil means one client owning both data sets.
 	Clients *Federation
 }
@@ -275,7 +277,7 @@ var (
 // fedCheck validates what every federated method needs: no projections,
 // a valid federation, batch sizes within the smallest shard, and sampling
 // with replacement when there are shards.
-func fedCheck(name string, f *Federation, p Problem, st *State, inner, hessian, outer int) error {
+func fedCheck(name string, f *Federation, p oracle.Problem, st *State, inner, hessian, upper int) error {
 	if px, py := st.Projections(); px != nil || py != nil {
 		return fmt.Errorf("%s: remove Settings.ProjectX and ProjectY: the constraints of the federated problem are the consensus sets (paper 004 eq. 22)", name)
 	}
@@ -292,7 +294,7 @@ func fedCheck(name string, f *Federation, p Problem, st *State, inner, hessian, 
 		field string
 		size  int
 		set   DataSet
-	}{{"InnerBatch", inner, Lower}, {"HessianBatch", hessian, Lower}, {"OuterBatch", outer, Upper}} {
+	}{{"InnerBatch", inner, Lower}, {"HessianBatch", hessian, Lower}, {"UpperBatch", upper, Upper}} {
 		if n := f.minShard(b.set); b.size > n {
 			return fmt.Errorf("%s.%s = %d exceeds the smallest client shard (%d samples): set it ≤ %d, or 0 for each client's whole shard", name, b.field, b.size, n, n)
 		}
@@ -301,7 +303,7 @@ func fedCheck(name string, f *Federation, p Problem, st *State, inner, hessian, 
 }
 
 // fedEnv returns the environment of a federated run with M clients.
-func fedEnv(p Problem, st *State, f *Federation) *aipodEnv {
+func fedEnv(p oracle.Problem, st *State, f *Federation) *aipodEnv {
 	e := &aipodEnv{p: p, st: st, m: 1}
 	if f != nil {
 		e.m, e.lower, e.upper = f.Clients(), f.Lower, f.Upper
@@ -345,31 +347,29 @@ func fedZeros(st *State, name string, m, n int) error {
 
 // Init implements Method. It creates the client copies of y (at y0) and r
 // (zeros) if missing and estimates L if Beta or Eta is 0.
-func (m FedEAiPOD) Init(p Problem, st *State) error {
-	if err := m.EAiPOD.check("FedEAiPOD", p, st); err != nil {
-		return err
-	}
-	if m.Lower != nil {
-		return errors.New("FedEAiPOD.Lower must be nil: the lower constraint of the federated problem is the consensus set")
-	}
-	if err := checkDelta("FedEAiPOD.Delta", m.Delta, nil); err != nil {
-		return err
-	}
-	if err := fedCheck("FedEAiPOD", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.OuterBatch); err != nil {
-		return err
-	}
+func (m FedEAiPOD) Init(p oracle.Problem, st *State) error {
 	n := fedClients(m.Clients)
-	if err := firstErr(
+	return methodInit{name: "FedEAiPOD", checks: []error{
+		m.EAiPOD.check("FedEAiPOD", p),
+		fedNoLower("FedEAiPOD", m.Lower),
+		checkDelta("FedEAiPOD.Delta", m.Delta, nil),
+		fedCheck("FedEAiPOD", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.UpperBatch),
 		fedCopies(st, "fedeaipod.y", st.Y, n),
 		fedZeros(st, "fedeaipod.r", n, p.DimY()),
-	); err != nil {
-		return err
+	}, steps: []float64{m.Beta, m.Eta}}.run(p, st)
+}
+
+// fedNoLower rejects a lower set: the federated problem's lower constraint
+// is the consensus set.
+func fedNoLower(name string, l *LowerEquality) error {
+	if l != nil {
+		return errors.New(name + ".Lower must be nil: the lower constraint of the federated problem is the consensus set")
 	}
-	return aipodNeedCurvature(p, st, m.Beta, m.Eta)
+	return nil
 }
 
 // Iterate implements Method.
-func (m FedEAiPOD) Iterate(p Problem, st *State) (Iteration, error) {
+func (m FedEAiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	dy := p.DimY()
 	e := fedEnv(p, st, m.Clients)
 	e.x = aipodSame(st.X, e.m)
@@ -381,42 +381,33 @@ func (m FedEAiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 
 // Init implements Method. It creates the client copies of x, y (at x0, y0),
 // r (and u, e with WarmStart) if missing and estimates L if Beta or Rho is 0.
-func (m FedE2AiPOD) Init(p Problem, st *State) error {
-	if err := m.E2AiPOD.check("FedE2AiPOD", p, st); err != nil {
-		return err
-	}
-	if m.Lower != nil {
-		return errors.New("FedE2AiPOD.Lower must be nil: the lower constraint of the federated problem is the consensus set")
-	}
-	if err := fedCheck("FedE2AiPOD", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.OuterBatch); err != nil {
-		return err
-	}
+func (m FedE2AiPOD) Init(p oracle.Problem, st *State) error {
 	n, dy := fedClients(m.Clients), p.DimY()
-	err := firstErr(
-		fedCopies(st, "fede2aipod.x", st.X, n),
-		fedCopies(st, "fede2aipod.y", st.Y, n),
-		fedZeros(st, "fede2aipod.r", n, dy),
-	)
-	if err == nil && m.WarmStart {
-		err = firstErr(fedZeros(st, "fede2aipod.u", n, dy), fedZeros(st, "fede2aipod.e", n, dy))
+	checks := []error{
+		m.E2AiPOD.check("FedE2AiPOD", p),
+		fedNoLower("FedE2AiPOD", m.Lower),
+		fedCheck("FedE2AiPOD", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.UpperBatch),
 	}
-	if err != nil {
-		return err
+	if firstErr(checks...) == nil {
+		checks = append(checks, fedCopies(st, "fede2aipod.x", st.X, n), fedCopies(st, "fede2aipod.y", st.Y, n), fedZeros(st, "fede2aipod.r", n, dy))
+		if m.WarmStart {
+			checks = append(checks, fedZeros(st, "fede2aipod.u", n, dy), fedZeros(st, "fede2aipod.e", n, dy))
+		}
 	}
-	return aipodNeedCurvature(p, st, m.Beta, m.Rho)
+	return methodInit{name: "FedE2AiPOD", checks: checks, steps: []float64{m.Beta, m.Rho}}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m FedE2AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
+func (m FedE2AiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	dx, dy := p.DimX(), p.DimY()
 	e := fedEnv(p, st, m.Clients)
 	e.x = aipodViews(st.Vecs["fede2aipod.x"], e.m, dx)
 	e.y = aipodViews(st.Vecs["fede2aipod.y"], e.m, dy)
-	var u, ev [][]float64
+	var u, ev []float64
 	if m.WarmStart {
-		u, ev = aipodViews(st.Vecs["fede2aipod.u"], e.m, dy), aipodViews(st.Vecs["fede2aipod.e"], e.m, dy)
+		u, ev = st.Vecs["fede2aipod.u"], st.Vecs["fede2aipod.e"]
 	} else {
-		u, ev = e.works("fede2aipod.u", dy), e.works("fede2aipod.e", dy)
+		u, ev = st.Work("fede2aipod.u", e.m*dy), st.Work("fede2aipod.e", e.m*dy)
 	}
 	old := st.Work("fede2aipod.xold", dx)
 	copy(old, st.X)
@@ -429,9 +420,26 @@ func (m FedE2AiPOD) Iterate(p Problem, st *State) (Iteration, error) {
 	return Iteration{HypergradNorm: aipodStepNorm(old, st.X, m.Alpha)}, nil
 }
 
+// clientMean is the lower-level gradient of FedNestBaseline's lower step:
+// the mean of the clients' ∇y g_m, each on a fresh batch of size samples
+// of its shard, one lower round per call.
+type clientMean struct {
+	e    *aipodEnv
+	size int
+}
+
+func (c clientMean) GradG(_, dy, x, y []float64, _ []int) {
+	gy := c.e.works("fednest.gy", len(dy))
+	for m := range c.e.m {
+		c.e.p.GradG(nil, gy[m], x, y, c.e.batch(Lower, m, c.size))
+	}
+	aipodMean(dy, gy)
+	c.e.count(keyRoundsLower)
+}
+
 // Init implements Method. It estimates L if Beta or Eta is 0.
-func (m FedNestBaseline) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m FedNestBaseline) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "FedNestBaseline", checks: []error{
 		aipodCheckAlpha("FedNestBaseline.Alpha", m.Alpha),
 		checkStep("FedNestBaseline.Beta", m.Beta),
 		checkStep("FedNestBaseline.Eta", m.Eta),
@@ -440,45 +448,28 @@ func (m FedNestBaseline) Init(p Problem, st *State) error {
 		aipodCheckSeries("FedNestBaseline.Series", m.Series),
 		checkBatch(p, "FedNestBaseline.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "FedNestBaseline.HessianBatch", m.HessianBatch, Lower),
-		checkBatch(p, "FedNestBaseline.OuterBatch", m.OuterBatch, Upper),
-		fedCheck("FedNestBaseline", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.OuterBatch),
-	)
-	if err != nil {
-		return err
-	}
-	return aipodNeedCurvature(p, st, m.Beta, m.Eta)
+		checkBatch(p, "FedNestBaseline.UpperBatch", m.UpperBatch, Upper),
+		fedCheck("FedNestBaseline", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.UpperBatch),
+	}, steps: []float64{m.Beta, m.Eta}}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m FedNestBaseline) Iterate(p Problem, st *State) (Iteration, error) {
+func (m FedNestBaseline) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	dx, dy := p.DimX(), p.DimY()
 	e := fedEnv(p, st, m.Clients)
 	e.x, e.y = aipodSame(st.X, e.m), aipodSame(st.Y, e.m)
-	beta := aipodStep(m.Beta, st)
-	gy, gbar := e.works("fednest.gy", dy), st.Work("fednest.gbar", dy)
-	for range aipodInt(m.S, 5) {
-		for c := range e.m {
-			p.GradG(nil, gy[c], st.X, st.Y, e.batch(Lower, c, m.InnerBatch))
-		}
-		aipodMean(gbar, gy)
-		e.count(keyRoundsLower)
-		floats.AddScaled(st.Y, -beta, gbar)
+	// S lower rounds: gradient descent on the clients' mean ∇y g.
+	mean := clientMean{e: e, size: m.InnerBatch}
+	if err := unroll.Descend(mean, st.X, st.Y, count(m.S, 5), stepOrDefault(m.Beta, st), nil, st.Work("fednest.gbar", dy)); err != nil {
+		return Iteration{}, err
 	}
-
-	fx, fy := e.works("fednest.fx", dx), e.works("fednest.fy", dy)
-	for c := range e.m {
-		p.GradF(fx[c], fy[c], st.X, st.Y, e.batch(Upper, c, m.OuterBatch))
+	h, c := st.Work("fednest.h", e.m*dx), st.Work("fednest.c", e.m*dx)
+	if err := e.hypergradient(h, c, stepOrDefault(m.Eta, st), count(m.N, 10), m.Series, m.HessianBatch, m.UpperBatch); err != nil {
+		return Iteration{}, err
 	}
-	u := st.Work("fednest.u", dy)
-	e.neumannU(u, fy, aipodStep(m.Eta, st), aipodInt(m.N, 10), m.Series, m.HessianBatch)
-	w := e.works("fednest.w", dx)
-	e.correction(w, u, fy[0], m.HessianBatch)
-	for c := range e.m {
-		floats.Add(w[c], fx[c])
-	}
-	h := st.Work("fednest.h", dx)
-	aipodMean(h, w)
+	hbar := st.Work("fednest.hbar", dx)
+	aipodMean(hbar, aipodViews(h, e.m, dx))
 	e.count(keyRoundsUpper)
-	floats.AddScaled(st.X, -m.Alpha, h)
-	return Iteration{HypergradNorm: floats.Norm(h, 2)}, nil
+	floats.AddScaled(st.X, -m.Alpha, hbar)
+	return Iteration{HypergradNorm: floats.Norm(hbar, 2)}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -177,8 +178,8 @@ func TestFedOneClientIsCentralized(t *testing.T) {
 			t.Errorf("%s: federated calls %+v rounds %+v, centralized %+v %+v", name, fed.Calls, RoundsOf(fed), cen.Calls, RoundsOf(cen))
 		}
 	}
-	e := EAiPOD{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, P: 0.3, T: 2, Delta: 1.5, InnerBatch: 16, HessianBatch: 16, OuterBatch: 10}
-	e2 := E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 4, P: 0.3, Rho: 0.4, Q: 0.5, N: 6, T: 2, InnerBatch: 16, HessianBatch: 16, OuterBatch: 10}
+	e := EAiPOD{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, P: 0.3, T: 2, Delta: 1.5, InnerBatch: 16, HessianBatch: 16, UpperBatch: 10}
+	e2 := E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 4, P: 0.3, Rho: 0.4, Q: 0.5, N: 6, T: 2, InnerBatch: 16, HessianBatch: 16, UpperBatch: 10}
 	e2w := e2
 	e2w.WarmStart = true
 	cenE, cenE2, cenE2w := run(e), run(e2), run(e2w)
@@ -189,8 +190,8 @@ func TestFedOneClientIsCentralized(t *testing.T) {
 		check("FedE2AiPOD warm, "+name, run(FedE2AiPOD{E2AiPOD: e2w, Clients: f}), cenE2w,
 			[2]string{"fede2aipod.r", "e2aipod.r"}, [2]string{"fede2aipod.u", "e2aipod.u"}, [2]string{"fede2aipod.e", "e2aipod.e"})
 	}
-	fn := run(FedNestBaseline{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, InnerBatch: 16, HessianBatch: 16, OuterBatch: 10, Clients: one})
-	ai := run(AiPOD{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, InnerBatch: 16, HessianBatch: 16, OuterBatch: 10})
+	fn := run(FedNestBaseline{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, InnerBatch: 16, HessianBatch: 16, UpperBatch: 10, Clients: one})
+	ai := run(AiPOD{Alpha: 0.05, Beta: 0.4, S: 4, N: 6, Eta: 0.4, InnerBatch: 16, HessianBatch: 16, UpperBatch: 10})
 	if dx, dy := floats.Distance(fn.X, ai.X, math.Inf(1)), floats.Distance(fn.Y, ai.Y, math.Inf(1)); dx > 1e-12 || dy > 1e-12 {
 		t.Errorf("FedNestBaseline with one client vs AiPOD: ‖Δx‖∞ = %.3g, ‖Δy‖∞ = %.3g, want ≤ 1e-12", dx, dy)
 	}
@@ -205,12 +206,12 @@ func TestFedOneClientIsCentralized(t *testing.T) {
 // and g_m are the base problem on client m's shards. Only whole-data-set
 // batches (nil) are supported.
 type aipodStacked struct {
-	base         Problem
+	base         oracle.Problem
 	lower, upper [][]int
 	m, dx, dy    int
 }
 
-func newAipodStacked(base Problem, f *Federation) *aipodStacked {
+func newAipodStacked(base oracle.Problem, f *Federation) *aipodStacked {
 	return &aipodStacked{base: base, lower: f.Lower, upper: f.Upper, m: f.Clients(), dx: base.DimX(), dy: base.DimY()}
 }
 
@@ -218,6 +219,9 @@ func (s *aipodStacked) DimX() int     { return s.m * s.dx }
 func (s *aipodStacked) DimY() int     { return s.m * s.dy }
 func (s *aipodStacked) NumLower() int { return 1 }
 func (s *aipodStacked) NumUpper() int { return 1 }
+
+// Capabilities declares no optional oracle.
+func (s *aipodStacked) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
 
 func (s *aipodStacked) xs(x []float64, c int) []float64 { return x[c*s.dx : (c+1)*s.dx] }
 func (s *aipodStacked) ys(y []float64, c int) []float64 { return y[c*s.dy : (c+1)*s.dy] }
@@ -473,17 +477,17 @@ func TestFedCountsPerIteration(t *testing.T) {
 		m    Method
 		want func(k int) aipodStepStat
 	}{
-		{"FedEAiPOD", FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, P: 1, T: 2, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8}, Clients: f},
+		{"FedEAiPOD", FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, P: 1, T: 2, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, Clients: f},
 			func(int) aipodStepStat {
-				return aipodStepStat{Calls{GradG: 12, GradF: 8, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: 1, Implicit: 4}}
+				return aipodStepStat{oracle.Calls{GradG: 12, GradF: 8, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: 1, Implicit: 4}}
 			}},
-		{"FedE2AiPOD", FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.05, Beta: 0.5, S: 3, P: 1, Rho: 0.5, Q: 1, N: 4, T: 2, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8}, Clients: f},
+		{"FedE2AiPOD", FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.05, Beta: 0.5, S: 3, P: 1, Rho: 0.5, Q: 1, N: 4, T: 2, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, Clients: f},
 			func(k int) aipodStepStat {
-				return aipodStepStat{Calls{GradG: 12, GradF: 16, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: int64(1 - k%2), Implicit: 4}}
+				return aipodStepStat{oracle.Calls{GradG: 12, GradF: 16, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: int64(1 - k%2), Implicit: 4}}
 			}},
-		{"FedNestBaseline", FedNestBaseline{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8, Clients: f},
+		{"FedNestBaseline", FedNestBaseline{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8, Clients: f},
 			func(int) aipodStepStat {
-				return aipodStepStat{Calls{GradG: 12, GradF: 4, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: 1, Implicit: 4}}
+				return aipodStepStat{oracle.Calls{GradG: 12, GradF: 4, HVP: 12, MixedXY: 4}, Rounds{Lower: 3, Upper: 1, Implicit: 4}}
 			}},
 	} {
 		for k, got := range aipodStepwise(t, p, c.m, Settings{Seed: 2}, make([]float64, 3), make([]float64, 5), 6) {
@@ -500,7 +504,7 @@ func TestFedCountsPerIteration(t *testing.T) {
 // copies, the rounds and the cached default step (AiPOD with β = η = 0).
 func aipodResumeCases(t *testing.T) []struct {
 	name   string
-	p      Problem
+	p      oracle.Problem
 	m      Method
 	s      Settings
 	x0, y0 []float64
@@ -516,22 +520,22 @@ func aipodResumeCases(t *testing.T) []struct {
 	b := [3]int{16, 16, 10}
 	return []struct {
 		name   string
-		p      Problem
+		p      oracle.Problem
 		m      Method
 		s      Settings
 		x0, y0 []float64
 	}{
-		{"AiPOD default β η coupled", eq, AiPOD{Alpha: 0.05, S: 3, N: 5, Lower: eq.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+		{"AiPOD default β η coupled", eq, AiPOD{Alpha: 0.05, S: 3, N: 5, Lower: eq.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 			Settings{Seed: 11, ProjectX: eq.upper}, xc, y0},
-		{"E-AiPOD coupled", eq, EAiPOD{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, P: 0.3, T: 2, Delta: 1.5, Lower: eq.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+		{"E-AiPOD coupled", eq, EAiPOD{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, P: 0.3, T: 2, Delta: 1.5, Lower: eq.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 			Settings{Seed: 12, ProjectX: eq.upper}, xc, y0},
-		{"E2-AiPOD warm", eu, E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 3, P: 0.3, Rho: 0.4, Q: 0.5, N: 5, T: 2, WarmStart: true, Lower: eu.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+		{"E2-AiPOD warm", eu, E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 3, P: 0.3, Rho: 0.4, Q: 0.5, N: 5, T: 2, WarmStart: true, Lower: eu.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 			Settings{Seed: 13, ProjectX: eu.upper}, xc, y0},
-		{"FedEAiPOD", q, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, P: 0.3, T: 2, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8}, Clients: f},
+		{"FedEAiPOD", q, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, P: 0.3, T: 2, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, Clients: f},
 			Settings{Seed: 14}, x0, y0},
-		{"FedE2AiPOD warm", q, FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 3, P: 0.3, Rho: 0.4, Q: 0.5, N: 5, T: 3, WarmStart: true, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8}, Clients: f},
+		{"FedE2AiPOD warm", q, FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.05, Beta: 0.4, S: 3, P: 0.3, Rho: 0.4, Q: 0.5, N: 5, T: 3, WarmStart: true, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, Clients: f},
 			Settings{Seed: 15}, x0, y0},
-		{"FedNestBaseline", q, FedNestBaseline{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8, Clients: f},
+		{"FedNestBaseline", q, FedNestBaseline{Alpha: 0.05, Beta: 0.4, S: 3, N: 5, Eta: 0.4, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8, Clients: f},
 			Settings{Seed: 16}, x0, y0},
 	}
 }
@@ -617,9 +621,9 @@ func TestFedStochastic(t *testing.T) {
 	f := nonIID(t, p)
 	alpha := 1 / p.phiLipschitz() / 8
 	for _, m := range []Method{
-		FedEAiPOD{EAiPOD: EAiPOD{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, P: 0.3, InnerBatch: 8, HessianBatch: 8, OuterBatch: 6}, Clients: f},
-		FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: alpha, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.5, N: 20, InnerBatch: 8, HessianBatch: 8, OuterBatch: 6}, Clients: f},
-		FedNestBaseline{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, InnerBatch: 8, HessianBatch: 8, OuterBatch: 6, Clients: f},
+		FedEAiPOD{EAiPOD: EAiPOD{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, P: 0.3, InnerBatch: 8, HessianBatch: 8, UpperBatch: 6}, Clients: f},
+		FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: alpha, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.5, N: 20, InnerBatch: 8, HessianBatch: 8, UpperBatch: 6}, Clients: f},
+		FedNestBaseline{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, InnerBatch: 8, HessianBatch: 8, UpperBatch: 6, Clients: f},
 	} {
 		for _, seed := range []uint64{1, 2} {
 			res, err := Solve(p, make([]float64, 3), make([]float64, 5), &Settings{MaxIter: 1000, Seed: seed, EvalEvery: -1}, m)

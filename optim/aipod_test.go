@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -403,7 +404,7 @@ func aipodMetrics(p *eqQuadratic, xs, x0 []float64) func(x, y []float64) map[str
 
 // aipodSolve runs m on p from x0 = (1, −1, 0.5) projected onto X and y0 = 0,
 // with every iteration monitored, and returns the result and the records.
-func aipodSolve(t *testing.T, p Problem, m Method, s Settings, metrics func(x, y []float64) map[string]float64) (*Result, []Record) {
+func aipodSolve(t *testing.T, p oracle.Problem, m Method, s Settings, metrics func(x, y []float64) map[string]float64) (*Result, []Record) {
 	t.Helper()
 	rec := &MemoryRecorder{}
 	s.Recorder, s.Metrics = rec, metrics
@@ -533,7 +534,7 @@ func TestE2AiPODPeriodicProjection(t *testing.T) {
 
 // aipodEstimate runs one AiPOD iteration from (x, y) with α = 1 and no
 // upper set, and returns the hypergradient estimate h_f = x_0 − x_1.
-func aipodEstimate(t *testing.T, p Problem, m AiPOD, x, y []float64, seed uint64) []float64 {
+func aipodEstimate(t *testing.T, p oracle.Problem, m AiPOD, x, y []float64, seed uint64) []float64 {
 	t.Helper()
 	m.Alpha = 1
 	res, err := Solve(p, x, y, &Settings{MaxIter: 1, Seed: seed, EvalEvery: -1}, m)
@@ -589,14 +590,14 @@ func TestAiPODHypergradient(t *testing.T) {
 
 // aipodStepStat is one iteration's oracle calls and rounds.
 type aipodStepStat struct {
-	calls  Calls
+	calls  oracle.Calls
 	rounds Rounds
 }
 
 // aipodStepwise runs k iterations of m one at a time (Solve, then Resume
 // on the same State) and returns each iteration's calls and rounds. Init
 // costs (the default-step curvature) are excluded.
-func aipodStepwise(t *testing.T, p Problem, m Method, s Settings, x0, y0 []float64, k int) []aipodStepStat {
+func aipodStepwise(t *testing.T, p oracle.Problem, m Method, s Settings, x0, y0 []float64, k int) []aipodStepStat {
 	t.Helper()
 	s.MaxIter, s.EvalEvery = 1, -1
 	res, err := Solve(p, x0, y0, &s, m)
@@ -631,8 +632,8 @@ func aipodStepwise(t *testing.T, p Problem, m Method, s Settings, x0, y0 []float
 // aipodInitOnly runs a Method's Init and no-op iterations.
 type aipodInitOnly struct{ m Method }
 
-func (o aipodInitOnly) Init(p Problem, st *State) error            { return o.m.Init(p, st) }
-func (o aipodInitOnly) Iterate(Problem, *State) (Iteration, error) { return Iteration{}, nil }
+func (o aipodInitOnly) Init(p oracle.Problem, st *State) error            { return o.m.Init(p, st) }
+func (o aipodInitOnly) Iterate(oracle.Problem, *State) (Iteration, error) { return Iteration{}, nil }
 
 // TestAiPODCountsPerIteration checks each iteration's oracle calls and
 // projections (Rounds) against Algorithms 1–5 of paper 004, on the
@@ -642,9 +643,9 @@ func (o aipodInitOnly) Iterate(Problem, *State) (Iteration, error) { return Iter
 //	  1 MixedXY; projections: lower 3, upper 1, implicit 4 (P_y ∇y f and 3 P_y H z).
 //	AiPOD (random term): HVP J ∈ [0, N−1] (+1 coupled), implicit J + 1.
 //	E-AiPOD (p = 1, T = 3): as AiPOD with 3 GradF (t = 0 shares ξ^k).
-//	E2-AiPOD (p = q = 1, N = 4, T = 2, OuterBatch > 0, cold): 3 GradG,
+//	E2-AiPOD (p = q = 1, N = 4, T = 2, UpperBatch > 0, cold): 3 GradG,
 //	  1 + 3 GradF, 3 HVP, 1 MixedXY; lower 3, implicit 4, upper 1 at even k.
-//	E2-AiPOD (warm, OuterBatch = 0): 1 GradF, 4 HVP.
+//	E2-AiPOD (warm, UpperBatch = 0): 1 GradF, 4 HVP.
 //
 // and that the projection frequencies match p and q: over 400 iterations
 // of E-AiPOD (S = 5, p = 0.3) the 2000 coins give 600 ± 5σ (σ ≈ 20.5)
@@ -665,18 +666,18 @@ func TestAiPODCountsPerIteration(t *testing.T) {
 			m     Method
 			check func(k int, c aipodStepStat) bool
 		}{
-			{"AiPOD sum", AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+			{"AiPOD sum", AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 				func(k int, c aipodStepStat) bool {
-					return c.calls == Calls{GradG: 3, GradF: 1, HVP: 3 + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: 4}
+					return c.calls == oracle.Calls{GradG: 3, GradF: 1, HVP: 3 + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: 4}
 				}},
-			{"AiPOD random", AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+			{"AiPOD random", AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 				func(k int, c aipodStepStat) bool {
 					j := c.calls.HVP - one
-					return j >= 0 && j <= 3 && c.calls == Calls{GradG: 3, GradF: 1, HVP: j + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: j + 1}
+					return j >= 0 && j <= 3 && c.calls == oracle.Calls{GradG: 3, GradF: 1, HVP: j + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: j + 1}
 				}},
-			{"E-AiPOD p=1 T=3", EAiPOD{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 1, T: 3, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+			{"E-AiPOD p=1 T=3", EAiPOD{Alpha: 0.05, Beta: 0.5, S: 3, N: 4, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 1, T: 3, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 				func(k int, c aipodStepStat) bool {
-					return c.calls == Calls{GradG: 3, GradF: 3, HVP: 3 + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: 4}
+					return c.calls == oracle.Calls{GradG: 3, GradF: 3, HVP: 3 + one, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: 1, Implicit: 4}
 				}},
 		}
 		if !coupled {
@@ -685,15 +686,15 @@ func TestAiPODCountsPerIteration(t *testing.T) {
 				m     Method
 				check func(k int, c aipodStepStat) bool
 			}{
-				{"E2-AiPOD cold", E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 1, Rho: 0.5, Q: 1, N: 4, T: 2, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], OuterBatch: b[2]},
+				{"E2-AiPOD cold", E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 1, Rho: 0.5, Q: 1, N: 4, T: 2, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1], UpperBatch: b[2]},
 					func(k int, c aipodStepStat) bool {
 						up := int64(1 - k%2)
-						return c.calls == Calls{GradG: 3, GradF: 4, HVP: 3, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: up, Implicit: 4}
+						return c.calls == oracle.Calls{GradG: 3, GradF: 4, HVP: 3, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: up, Implicit: 4}
 					}},
 				{"E2-AiPOD warm full upper batch", E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 1, Rho: 0.5, Q: 1, N: 4, T: 2, WarmStart: true, Lower: p.lower, InnerBatch: b[0], HessianBatch: b[1]},
 					func(k int, c aipodStepStat) bool {
 						up := int64(1 - k%2)
-						return c.calls == Calls{GradG: 3, GradF: 1, HVP: 4, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: up, Implicit: 4}
+						return c.calls == oracle.Calls{GradG: 3, GradF: 1, HVP: 4, MixedXY: 1} && c.rounds == Rounds{Lower: 3, Upper: up, Implicit: 4}
 					}},
 			}...)
 		}
@@ -715,9 +716,9 @@ func TestAiPODCountsPerIteration(t *testing.T) {
 		lower, imp float64 // expected totals over 400 iterations
 		sdL, sdI   float64
 	}{
-		{"E-AiPOD p=0.3", EAiPOD{Alpha: 0.05, Beta: 0.5, S: 5, N: 3, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 0.3, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8},
+		{"E-AiPOD p=0.3", EAiPOD{Alpha: 0.05, Beta: 0.5, S: 5, N: 3, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 0.3, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8},
 			600, 1200, math.Sqrt(2000 * 0.3 * 0.7), 0},
-		{"E2-AiPOD p=0.3 q=0.4", E2AiPOD{Alpha: 0.05, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.4, N: 5, Lower: p.lower, InnerBatch: 8, HessianBatch: 8, OuterBatch: 8},
+		{"E2-AiPOD p=0.3 q=0.4", E2AiPOD{Alpha: 0.05, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.4, N: 5, Lower: p.lower, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8},
 			600, 800, math.Sqrt(2000 * 0.3 * 0.7), math.Sqrt(2000 * 0.4 * 0.6)},
 	} {
 		res, err := Solve(p, x0, make([]float64, 5), &Settings{MaxIter: 400, Seed: 8, EvalEvery: -1, ProjectX: p.upper}, c.m)
@@ -759,16 +760,16 @@ func TestAiPODFamilyStochastic(t *testing.T) {
 			m    Method
 			tol  float64
 		}{
-			{"AiPOD", AiPOD{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, OuterBatch: 25}, 3e-2},
-			{"AiPOD random term", AiPOD{Alpha: alpha / 2, Beta: 0.5, S: 5, N: 5, Eta: 0.5, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, OuterBatch: 25}, 0.4},
-			{"E-AiPOD", EAiPOD{Alpha: alpha / 2, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 0.3, T: 2, InnerBatch: 32, HessianBatch: 32, OuterBatch: 25}, 3e-2},
+			{"AiPOD", AiPOD{Alpha: alpha, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, UpperBatch: 25}, 3e-2},
+			{"AiPOD random term", AiPOD{Alpha: alpha / 2, Beta: 0.5, S: 5, N: 5, Eta: 0.5, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, UpperBatch: 25}, 0.4},
+			{"E-AiPOD", EAiPOD{Alpha: alpha / 2, Beta: 0.5, S: 5, N: 10, Eta: 0.5, Series: NeumannPartialSum, Lower: p.lower, P: 0.3, T: 2, InnerBatch: 32, HessianBatch: 32, UpperBatch: 25}, 3e-2},
 		}
 		if !coupled {
 			cases = append(cases, struct {
 				name string
 				m    Method
 				tol  float64
-			}{"E2-AiPOD", E2AiPOD{Alpha: alpha, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.5, N: 20, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, OuterBatch: 25}, 3e-2})
+			}{"E2-AiPOD", E2AiPOD{Alpha: alpha, Beta: 0.5, S: 5, P: 0.3, Rho: 0.5, Q: 0.5, N: 20, Lower: p.lower, InnerBatch: 32, HessianBatch: 32, UpperBatch: 25}, 3e-2})
 		}
 		for _, c := range cases {
 			for _, seed := range []uint64{1, 2, 3} {

@@ -1,9 +1,10 @@
 package optim
 
 import (
-	"fmt"
+	"math"
 
-	"gonum.org/v1/gonum/floats"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // AmIGO is the amortized implicit gradient optimizer of Arbel and Mairal,
@@ -25,8 +26,12 @@ import (
 // and D_F an upper batch, drawn in the order S_1..S_D, D_F, B_1..B_Q, D_G;
 // ∇y F is sampled once per iteration and shared by the Q v-steps.
 //
-// Oracle calls per iteration: D GradG, 1 GradF, Q HVPs, 1 MixedXY. Paper
-// 002 runs it with D = Q ("AmIGO with Q = 10" and Q = 1, Sec. 4.1).
+// It composes the inner loop (unroll.Descend), the estimate
+// implicit.Estimate with Q steps of implicit.FixedPoint (SGD on the
+// quadratic, warm-started) on a per-step source that draws B_i, and the
+// outer optimizer. Oracle calls per iteration: D GradG, 1 GradF, Q HVPs,
+// 1 MixedXY. Paper 002 runs it with D = Q ("AmIGO with Q = 10" and Q = 1,
+// Sec. 4.1).
 type AmIGO struct {
 	// Alpha is the inner SGD step α on y; 0 means 1/L with L estimated as
 	// for AIDBiO.Alpha.
@@ -37,9 +42,9 @@ type AmIGO struct {
 	// Bilevel Optimization Benchmark's setting used by paper 002, App. C.2).
 	D, Q int
 	// InnerBatch is |S_t|, HessianBatch |B_i| and MixedBatch |D_G|, all
-	// lower-level; OuterBatch is |D_F|, upper-level. 0 means the whole data
+	// lower-level; UpperBatch is |D_F|, upper-level. 0 means the whole data
 	// set.
-	InnerBatch, HessianBatch, MixedBatch, OuterBatch int
+	InnerBatch, HessianBatch, MixedBatch, UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3). AmIGO's step is
 	// SGD{LR: β}.
 	Outer Optimizer
@@ -48,8 +53,8 @@ type AmIGO struct {
 var _ Method = AmIGO{}
 
 // Init implements Method. It allocates State.V (zeros) if missing.
-func (m AmIGO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m AmIGO) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "AmIGO", checks: []error{
 		checkStep("AmIGO.Alpha", m.Alpha),
 		checkStep("AmIGO.Eta", m.Eta),
 		checkCount("AmIGO.D", m.D),
@@ -57,56 +62,16 @@ func (m AmIGO) Init(p Problem, st *State) error {
 		checkBatch(p, "AmIGO.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "AmIGO.HessianBatch", m.HessianBatch, Lower),
 		checkBatch(p, "AmIGO.MixedBatch", m.MixedBatch, Lower),
-		checkBatch(p, "AmIGO.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "AmIGO.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("AmIGO", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("AmIGO.Outer: %w", err)
-	}
-	if m.Alpha == 0 || m.Eta == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Alpha, m.Eta}, v: true}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m AmIGO) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
-	x, y, v := st.X, st.Y, st.V
-	alpha, eta := stepOrDefault(m.Alpha, st), stepOrDefault(m.Eta, st)
-	d, q := m.D, m.Q
-	if d == 0 {
-		d = 10
-	}
-	if q == 0 {
-		q = 10
-	}
-	gy := st.Work("amigo.gy", dy)
-	for range d {
-		p.GradG(nil, gy, x, y, st.Batch(p, Lower, m.InnerBatch))
-		floats.AddScaled(y, -alpha, gy)
-	}
-
-	h, fy := st.Work("amigo.h", dx), st.Work("amigo.fy", dy)
-	p.GradF(h, fy, x, y, st.Batch(p, Upper, m.OuterBatch))
-	hv := st.Work("amigo.hv", dy)
-	for range q {
-		p.HVP(hv, x, y, v, st.Batch(p, Lower, m.HessianBatch))
-		floats.Sub(hv, fy)
-		floats.AddScaled(v, -eta, hv)
-	}
-	w := st.Work("amigo.w", dx)
-	p.MixedXY(w, x, y, v, st.Batch(p, Lower, m.MixedBatch))
-	floats.Sub(h, w)
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+func (m AmIGO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	sgd := &implicit.FixedPoint{Eta: stepOrDefault(m.Eta, st), MaxIter: count(m.Q, 10), Tol: -1, MaxGrowth: math.Inf(1)}
+	return aidStep{steps: count(m.D, 10), alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: solveWith(sgd, hessianSteps(p, st, m.HessianBatch)), cross: mixedFresh(p, st, m.MixedBatch),
+		scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

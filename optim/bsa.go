@@ -1,9 +1,9 @@
 package optim
 
 import (
-	"fmt"
+	"math"
 
-	"gonum.org/v1/gonum/floats"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // BSA is the bilevel stochastic approximation method of Ghadimi and Wang,
@@ -27,7 +27,11 @@ import (
 // small constant one) to converge. v is stored in State.V (not
 // warm-started).
 //
-// Batches are drawn in the order S_1..S_D, D_F, then p, B_1..B_p, D_G.
+// It composes the inner loop (unroll.Descend), the estimate
+// implicit.Estimate with implicit.Neumann's randomized truncation
+// (Neumann.Truncate) on a per-step source that draws B_n, and the outer
+// optimizer. Batches are drawn in the order S_1..S_D, D_F, then p,
+// B_1..B_p, D_G.
 // Oracle calls per iteration: D GradG, 1 GradF, p HVPs (random, mean
 // (N−1)/2), 1 MixedXY. Ghadimi and Wang use single samples (batch sizes 1)
 // and let D grow with k; here D is fixed.
@@ -47,9 +51,9 @@ type BSA struct {
 	// over a horizon of K iterations; OuterDecay = 0.5 is the anytime form).
 	OuterDecay float64
 	// InnerBatch is |S_t|, HessianBatch |B_n| and MixedBatch |D_G|, all
-	// lower-level; OuterBatch is |D_F|, upper-level. 0 means the whole data
+	// lower-level; UpperBatch is |D_F|, upper-level. 0 means the whole data
 	// set.
-	InnerBatch, HessianBatch, MixedBatch, OuterBatch int
+	InnerBatch, HessianBatch, MixedBatch, UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3). BSA's step is
 	// SGD{LR: β} (projected onto Settings.ProjectX).
 	Outer Optimizer
@@ -58,8 +62,8 @@ type BSA struct {
 var _ Method = BSA{}
 
 // Init implements Method. It allocates State.V if missing.
-func (m BSA) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m BSA) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "BSA", checks: []error{
 		checkStep("BSA.Alpha", m.Alpha),
 		checkStep("BSA.Eta", m.Eta),
 		checkCount("BSA.D", m.D),
@@ -68,89 +72,26 @@ func (m BSA) Init(p Problem, st *State) error {
 		checkBatch(p, "BSA.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "BSA.HessianBatch", m.HessianBatch, Lower),
 		checkBatch(p, "BSA.MixedBatch", m.MixedBatch, Lower),
-		checkBatch(p, "BSA.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "BSA.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("BSA", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("BSA.Outer: %w", err)
-	}
-	if m.Alpha == 0 || m.Eta == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Alpha, m.Eta}, v: true}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m BSA) Iterate(p Problem, st *State) (Iteration, error) {
-	dy := p.DimY()
-	x, y := st.X, st.Y
-	alpha := stepOrDefault(m.Alpha, st)
-	d := m.D
-	if d == 0 {
-		d = 10
-	}
-	gy := st.Work("bsa.gy", dy)
-	for range d {
-		p.GradG(nil, gy, x, y, st.Batch(p, Lower, m.InnerBatch))
-		floats.AddScaled(y, -alpha, gy)
-	}
-	h := bsaHypergrad(p, st, stepOrDefault(m.Eta, st), bsaNeumannTerms(m.N),
-		m.HessianBatch, m.MixedBatch, m.OuterBatch)
-	norm := floats.Norm(h, 2)
-	if s := baselineDecay(st.Iter, m.OuterDecay); s != 1 {
-		floats.Scale(s, h)
-	}
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+func (m BSA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	a := bsaStep(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch)
+	a.steps, a.alpha, a.innerBatch, a.upperBatch = count(m.D, 10), stepOrDefault(m.Alpha, st), m.InnerBatch, m.UpperBatch
+	a.scale, a.outer = baselineDecay(st.Iter, m.OuterDecay), m.Outer
+	return a.iterate(p, st)
 }
 
-// bsaNeumannTerms returns N for a BSA or TTSA setting (0 means 10).
-func bsaNeumannTerms(n int) int {
-	if n == 0 {
-		return 10
-	}
-	return n
-}
-
-// bsaHypergrad returns, in a Work buffer, the hypergradient
-// estimate of Ghadimi and Wang 2018 (Algorithm 3) at the state's (x, y):
-// it draws D_F (upper), then p ~ Uniform{0..n−1} from st.Rand, then p
-// Hessian batches and the mixed batch, and stores v in st.V.
-func bsaHypergrad(p Problem, st *State, eta float64, n, hessBatch, mixedBatch, outerBatch int) []float64 {
-	dx, dy := p.DimX(), p.DimY()
-	x, y := st.X, st.Y
-	h, fy := st.Work("gwneumann.h", dx), st.Work("gwneumann.fy", dy)
-	p.GradF(h, fy, x, y, st.Batch(p, Upper, outerBatch))
-	terms := st.Rand().IntN(n)
-	hvp := func(dst, v []float64) { p.HVP(dst, x, y, v, st.Batch(p, Lower, hessBatch)) }
-	bsaRandomNeumann(st.V, fy, eta, n, terms, hvp, st.Work("gwneumann.hr", dy))
-	w := st.Work("gwneumann.w", dx)
-	p.MixedXY(w, x, y, st.V, st.Batch(p, Lower, mixedBatch))
-	floats.Sub(h, w)
-	return h
-}
-
-// bsaRandomNeumann stores in dst the randomized-truncation estimate of
-// H⁻¹ b of Ghadimi and Wang 2018 (Algorithm 3) for a given draw p:
-//
-//	dst = n η Π_{i=1}^{p} (I − η H_i) b,
-//
-// with H_i applied by hvp (one call per factor, a fresh batch each in the
-// callers). Averaged over p uniform in {0..n−1} this is η Σ_{j=0}^{n−1}
-// (I − ηH)^j b. hr is scratch; dst may not alias b.
-func bsaRandomNeumann(dst, b []float64, eta float64, n, p int, hvp func(dst, v []float64), hr []float64) {
-	copy(dst, b)
-	for range p {
-		hvp(hr, dst)
-		floats.AddScaled(dst, -eta, hr)
-	}
-	floats.Scale(float64(n)*eta, dst)
+// bsaStep is the estimate part of an iteration of BSA and TTSA: the
+// hypergradient estimate of Ghadimi and Wang 2018 (Algorithm 3) at the
+// state's (x, y), from a cold v: it draws D_F (upper), then
+// p ~ Uniform{0..n−1} from st.Rand, then p Hessian batches and the mixed
+// batch, and stores v = n η Π_{i=1}^{p} (I − η H_i) ∇y F in st.V.
+// Averaged over p this is the n-term Neumann series of H⁻¹ ∇y F.
+func bsaStep(p oracle.Problem, st *State, eta float64, n, hessBatch, mixedBatch int) aidStep {
+	return aidStep{solve: neumannSeries(n, eta, math.Inf(1), st.Rand().IntN, hessianSteps(p, st, hessBatch)),
+		cross: mixedFresh(p, st, mixedBatch), cold: true}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // killEnv names the folder in which TestCheckpointKillChild, run as a child
@@ -25,7 +26,7 @@ const killEnv = "BILEVEL_CHECKPOINT_KILL_DIR"
 // upper samples), so that every part of the State — iterates, v, optimizer
 // moments, sampler epochs, random stream, cached step sizes, counters —
 // matters for the result.
-func killRun(t testing.TB) (optim.Problem, []float64, []float64, optim.Settings, optim.Method) {
+func killRun(t testing.TB) (oracle.Problem, []float64, []float64, optim.Settings, optim.Method) {
 	t.Helper()
 	q, err := models.Quadratic(models.QuadraticSettings{DimX: 4, DimY: 6, Cond: 5, Rho: 0.1,
 		LowerSamples: 200, UpperSamples: 100, Seed: 3})
@@ -36,7 +37,7 @@ func killRun(t testing.TB) (optim.Problem, []float64, []float64, optim.Settings,
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := optim.StocBiO{D: 3, Q: 4, InnerBatch: 16, HessianBatch: 16, MixedBatch: 16, OuterBatch: 16,
+	m := optim.StocBiO{D: 3, Q: 4, InnerBatch: 16, HessianBatch: 16, MixedBatch: 16, UpperBatch: 16,
 		Outer: optim.Adam{LR: 0.05}}
 	s := optim.Settings{MaxIter: 60, Seed: 11, Sampling: optim.Shuffled, EvalEvery: 3}
 	return p, p.X0(nil), p.Y0(nil), s, m

@@ -6,16 +6,18 @@ import (
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
-// *graph.Problem assembles dense matrices for the explicit-matrix methods.
-var _ optim.DenseProblem = (*graph.Problem)(nil)
+// *graph.Problem is an oracle.Problem that declares dense matrices for the
+// explicit-matrix methods.
+var _ oracle.Problem = (*graph.Problem)(nil)
 
 // TestDenseMethodsOnGraph runs STABLE and MGBiO on a compiled graph problem
 // (models.Quadratic, DimX = 2, DimY = 3, condition number 10), which they
-// use through DenseProblem (dense matrices, no HVP or mixed product in an
+// use through HessYY and HessXY (dense matrices, no HVP or mixed product in an
 // iteration), to ‖x − x*‖ ≤ 1e-6 within 700 iterations with the upper step
 // 1/L_Φ and the default lower steps β = 1/L and λ = 1/(2L), L = 10
 // (measured: STABLE 157, MGBiO 513, whose y-step carries no correction for

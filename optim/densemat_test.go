@@ -7,16 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
-// denseQuadratic is the quadratic test problem with the DenseProblem
-// oracles, which average its per-sample matrices directly:
-// ∇yy g = mean A_i and ∇xy g = −mean B_iᵀ.
+// denseQuadratic is the quadratic test problem with the dense-matrix
+// oracles HessYY and HessXY, which average its per-sample matrices
+// directly: ∇yy g = mean A_i and ∇xy g = −mean B_iᵀ.
 type denseQuadratic struct{ *quadratic }
 
-var _ DenseProblem = denseQuadratic{}
+// Capabilities declares the dense matrices.
+func (p denseQuadratic) Capabilities() oracle.Capabilities {
+	return oracle.Capabilities{HessYY: p.HessYY, HessXY: p.HessXY}
+}
 
 func (p denseQuadratic) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
 	n := p.dy
@@ -36,120 +40,6 @@ func (p denseQuadratic) HessXY(dst *mat.Dense, x, y []float64, batch []int) {
 		for j := range p.dy {
 			dst.Set(i, j, -w*sum[j*p.dx+i])
 		}
-	}
-}
-
-// denseRandSym returns a random symmetric n×n row-major matrix with eigenvalues
-// spread over [lo, hi] (some negative when lo < 0).
-func denseRandSym(rnd *rand.Rand, n int, lo, hi float64) []float64 {
-	g := mat.NewDense(n, n, nil)
-	for i := range n {
-		for j := range n {
-			g.Set(i, j, rnd.NormFloat64())
-		}
-	}
-	var qr mat.QR
-	qr.Factorize(g)
-	var q mat.Dense
-	qr.QTo(&q)
-	a := make([]float64, n*n)
-	for i := range n {
-		for j := i; j < n; j++ {
-			var v float64
-			for k := range n {
-				lam := lo + (hi-lo)*float64(k)/float64(n-1)
-				v += q.At(i, k) * lam * q.At(j, k)
-			}
-			a[i*n+j], a[j*n+i] = v, v
-		}
-	}
-	return a
-}
-
-// denseEigs returns the ascending eigenvalues of the symmetric part of a.
-func denseEigs(t *testing.T, a []float64, n int) []float64 {
-	t.Helper()
-	s := mat.NewSymDense(n, nil)
-	for i := range n {
-		for j := i; j < n; j++ {
-			s.SetSym(i, j, (a[i*n+j]+a[j*n+i])/2)
-		}
-	}
-	var e mat.EigenSym
-	if !e.Factorize(s, false) {
-		t.Fatal("eigendecomposition failed")
-	}
-	return e.Values(nil)
-}
-
-// TestDenseEigenFloor: the eigenvalue floor of paper 000, eq. 9b (P̲ onto
-// {H ⪰ μI}) and the clip S_[μ,L_g] of paper 001 give matrices with
-// eigenvalues in [μ, L_g], keep the eigenvalues already inside and the
-// eigenvectors, leave a matrix with λ ∈ [μ, L_g] unchanged bit for bit, are
-// idempotent up to rounding (1e-13), and solve with the projected matrix.
-func TestDenseEigenFloor(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(11, 12))
-	const n, mu = 6, 0.3
-	for _, c := range []struct {
-		name   string
-		lo, hi float64 // spectrum of the input
-		upper  float64 // L_g of the clip (+Inf: floor only)
-	}{
-		{"indefinite, floor", -2, 3, math.Inf(1)},
-		{"near singular, floor", 1e-9, 1, math.Inf(1)},
-		{"indefinite, clip [μ, 2]", -2, 3, 2},
-	} {
-		a := denseRandSym(rnd, n, c.lo, c.hi)
-		var s denseSymClip
-		got := make([]float64, n*n)
-		if err := s.project(got, a, n, mu, c.upper); err != nil {
-			t.Fatal(err)
-		}
-		ev, evIn := denseEigs(t, got, n), denseEigs(t, a, n)
-		if ev[0] < mu*(1-1e-12) || ev[n-1] > c.upper*(1+1e-12) {
-			t.Errorf("%s: projected eigenvalues %v outside [%v, %v]", c.name, ev, mu, c.upper)
-		}
-		for i, v := range evIn { // eigenvalues of P(a) are clip(eigenvalues of a)
-			if want := math.Min(math.Max(v, mu), c.upper); math.Abs(ev[i]-want) > 1e-12 {
-				t.Errorf("%s: eigenvalue %d = %v, want clip(%v) = %v", c.name, i, ev[i], v, want)
-			}
-		}
-		again := make([]float64, n*n)
-		if err := s.project(again, got, n, mu, c.upper); err != nil {
-			t.Fatal(err)
-		}
-		if d := floats.Distance(again, got, 2); d > 1e-13*floats.Norm(got, 2) {
-			t.Errorf("%s: not idempotent: ‖P(P(a)) − P(a)‖ = %.3g", c.name, d)
-		}
-		b, x, hx := []float64{1, -2, 0.5, 3, 0, 1}, make([]float64, n), make([]float64, n)
-		if err := s.project(got, a, n, mu, c.upper); err != nil {
-			t.Fatal(err)
-		}
-		s.solve(x, b)
-		denseMulVec(hx, got, n, n, x)
-		if d := floats.Distance(hx, b, 2); d > 1e-12*floats.Norm(b, 2)/mu {
-			t.Errorf("%s: ‖P(a) H⁻¹b − b‖ = %.3g", c.name, d)
-		}
-	}
-	// A matrix with λmin ≥ μ (and λmax ≤ L_g) is left unchanged, bit for bit.
-	a := denseRandSym(rnd, n, mu*1.01, 4) // exactly symmetric
-	if ev := denseEigs(t, a, n); ev[0] < mu {
-		t.Fatalf("test matrix has λmin %v < μ", ev[0])
-	}
-	got := make([]float64, n*n)
-	var s denseSymClip
-	for _, hi := range []float64{math.Inf(1), 5} {
-		if err := s.project(got, a, n, mu, hi); err != nil {
-			t.Fatal(err)
-		}
-		if !sameBits(got, a) {
-			t.Errorf("L_g = %v: a matrix with eigenvalues in [μ, L_g] was changed: ‖Δ‖ = %.3g", hi, floats.Distance(got, a, 2))
-		}
-	}
-	// Non-finite input is an error, not a panic.
-	a[0] = math.NaN()
-	if err := s.project(got, a, n, mu, math.Inf(1)); err == nil {
-		t.Error("NaN matrix: no error")
 	}
 }
 
@@ -221,7 +111,7 @@ func TestDenseBallProjections(t *testing.T) {
 
 // TestDenseAssembly: the dense matrices assembled from HVP and mixed
 // products (rows by MixedYX when DimX ≤ DimY, columns by MixedXY otherwise)
-// and through DenseProblem equal ∇yy g = mean A_i and ∇xy g = −mean B_iᵀ on
+// and through HessYY and HessXY equal ∇yy g = mean A_i and ∇xy g = −mean B_iᵀ on
 // a batch, and each adds 1 to Calls.Dense.
 func TestDenseAssembly(t *testing.T) {
 	for _, dims := range [][2]int{{3, 5}, {6, 3}} {
@@ -244,8 +134,8 @@ func TestDenseAssembly(t *testing.T) {
 				wantXY[r*ny+i] = cx[r]
 			}
 		}
-		for _, p := range []Problem{q, denseQuadratic{q}} {
-			var calls Calls
+		for _, p := range []oracle.Problem{q, denseQuadratic{q}} {
+			var calls oracle.Calls
 			c := newCounter(p, &calls)
 			st := NewState(make([]float64, nx), make([]float64, ny), 0)
 			st.Calls = calls
@@ -262,9 +152,9 @@ func TestDenseAssembly(t *testing.T) {
 			if st.Calls.Dense != 2 {
 				t.Errorf("%dx%d %T: Calls.Dense = %d, want 2", nx, ny, p, st.Calls.Dense)
 			}
-			if _, dense := p.(DenseProblem); !dense {
-				// the counter counted into calls (not st.Calls): ny HVPs, min(nx, ny) mixed products
-				want := Calls{HVP: int64(ny)}
+			if p.Capabilities().HessYY == nil {
+				// the counter counted into calls (not st.oracle.Calls): ny HVPs, min(nx, ny) mixed products
+				want := oracle.Calls{HVP: int64(ny)}
 				if nx <= ny {
 					want.MixedYX = int64(nx)
 				} else {
@@ -281,7 +171,7 @@ func TestDenseAssembly(t *testing.T) {
 // denseCase is a run of one of the explicit-matrix methods.
 type denseCase struct {
 	name  string
-	p     Problem
+	p     oracle.Problem
 	m     Method
 	s     Settings
 	noisy bool // whether the run draws random batches
@@ -297,7 +187,7 @@ func denseCases(t testing.TB) []denseCase {
 		{"STABLE decaying default β μ shuffled projected", q,
 			STABLE{Alpha: 0.1, Schedule: STABLEDecaying, K0: 20, CXY: 0.8, LowerBatch: 16, UpperBatch: 8},
 			Settings{Seed: 4, Sampling: Shuffled, ProjectX: mustBall([]float64{0, 0, 0}, 0.5)}, true},
-		{"STABLE DenseProblem τ=0.3", denseQuadratic{q},
+		{"STABLE dense oracles τ=0.3", denseQuadratic{q},
 			STABLE{Alpha: 0.2, Beta: 0.5, Tau: 0.3, Mu: 1.2, LowerBatch: 10, UpperBatch: 10},
 			Settings{Seed: 9}, true},
 		{"STABLEMatrixFree", q,
@@ -312,7 +202,7 @@ func denseCases(t testing.TB) []denseCase {
 		{"VRMSGBiO clipped projected", q,
 			VRMSGBiO{Gamma: 0.3, Lambda: 0.25, CGxy: 0.5, Lg: 1.5, LowerBatch: 10, UpperBatch: 10},
 			Settings{Seed: 6, ProjectX: mustBall([]float64{0, 0, 0}, 0.5)}, true},
-		{"VRMSGBiO sqrt DenseProblem", denseQuadratic{q},
+		{"VRMSGBiO sqrt dense oracles", denseQuadratic{q},
 			VRMSGBiO{Gamma: 0.3, Lambda: 0.25, Schedule: MSGBiOSqrt, K: 2, C: [5]float64{12, 12, 12, 12, 12}, LowerBatch: 10, UpperBatch: 10},
 			Settings{Seed: 8}, true},
 	}
@@ -420,7 +310,7 @@ func TestDenseResumeBitForBit(t *testing.T) {
 //   - STABLE (paper 000, Algorithm 1): 1 GradG, 1 GradF (the "two
 //     samples"), and 2 dense matrices h_xy^0, h_yy^0 at k = 0, then 4 (both
 //     at (x^{k−1}, y^{k−1}) and (x^k, y^k)). Assembled, a ∇yy g costs
-//     DimY = 5 HVPs and a ∇xy g DimX = 3 MixedYX; through DenseProblem no
+//     DimY = 5 HVPs and a ∇xy g DimX = 3 MixedYX; through HessYY and HessXY no
 //     product is called.
 //   - STABLEMatrixFree with N CG steps: 1 GradG, 1 GradF, 1 MixedXY,
 //     1 MixedYX and 2N HVPs at k = 0, 2N+2 afterwards (warm starts).
@@ -432,8 +322,10 @@ func TestDenseResumeBitForBit(t *testing.T) {
 // No method calls F or G. Step sizes and μ are set, so Init calls nothing.
 func TestDenseOracleCounts(t *testing.T) {
 	q := stochasticProblem(t)
-	assembled := func(mats int64) Calls { return Calls{Dense: mats, HVP: 5 * mats / 2, MixedYX: 3 * mats / 2} }
-	add := func(a, b Calls) Calls {
+	assembled := func(mats int64) oracle.Calls {
+		return oracle.Calls{Dense: mats, HVP: 5 * mats / 2, MixedYX: 3 * mats / 2}
+	}
+	add := func(a, b oracle.Calls) oracle.Calls {
 		a.GradF += b.GradF
 		a.GradG += b.GradG
 		a.MixedXY += b.MixedXY
@@ -442,42 +334,42 @@ func TestDenseOracleCounts(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		p    Problem
+		p    oracle.Problem
 		m    Method
-		want func(k int) Calls
+		want func(k int) oracle.Calls
 	}{
-		{"STABLE assembled", q, STABLE{Alpha: 0.1, Beta: 0.5, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) Calls {
-			return add(assembled(int64(2+2*min(k, 1))), Calls{GradG: 1, GradF: 1})
+		{"STABLE assembled", q, STABLE{Alpha: 0.1, Beta: 0.5, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) oracle.Calls {
+			return add(assembled(int64(2+2*min(k, 1))), oracle.Calls{GradG: 1, GradF: 1})
 		}},
-		{"STABLE DenseProblem", denseQuadratic{q}, STABLE{Alpha: 0.1, Beta: 0.5, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) Calls {
-			return Calls{GradG: 1, GradF: 1, Dense: int64(2 + 2*min(k, 1))}
+		{"STABLE dense oracles", denseQuadratic{q}, STABLE{Alpha: 0.1, Beta: 0.5, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) oracle.Calls {
+			return oracle.Calls{GradG: 1, GradF: 1, Dense: int64(2 + 2*min(k, 1))}
 		}},
-		{"STABLEMatrixFree N=3", q, STABLEMatrixFree{Alpha: 0.1, Beta: 0.5, N: 3, LowerBatch: 8, UpperBatch: 8}, func(k int) Calls {
-			return Calls{GradG: 1, GradF: 1, MixedXY: 1, MixedYX: 1, HVP: int64(6 + 2*min(k, 1))}
+		{"STABLEMatrixFree N=3", q, STABLEMatrixFree{Alpha: 0.1, Beta: 0.5, N: 3, LowerBatch: 8, UpperBatch: 8}, func(k int) oracle.Calls {
+			return oracle.Calls{GradG: 1, GradF: 1, MixedXY: 1, MixedYX: 1, HVP: int64(6 + 2*min(k, 1))}
 		}},
-		{"MGBiO", q, MGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5}, func(int) Calls {
-			return add(assembled(2), Calls{GradG: 1, GradF: 1})
+		{"MGBiO", q, MGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5}, func(int) oracle.Calls {
+			return add(assembled(2), oracle.Calls{GradG: 1, GradF: 1})
 		}},
-		{"MGBiO DenseProblem", denseQuadratic{q}, MGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5}, func(int) Calls {
-			return Calls{GradG: 1, GradF: 1, Dense: 2}
+		{"MGBiO dense oracles", denseQuadratic{q}, MGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5}, func(int) oracle.Calls {
+			return oracle.Calls{GradG: 1, GradF: 1, Dense: 2}
 		}},
-		{"MSGBiO", q, MSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(int) Calls {
-			return add(assembled(2), Calls{GradG: 1, GradF: 1})
+		{"MSGBiO", q, MSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(int) oracle.Calls {
+			return add(assembled(2), oracle.Calls{GradG: 1, GradF: 1})
 		}},
-		{"VRMSGBiO", q, VRMSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) Calls {
+		{"VRMSGBiO", q, VRMSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) oracle.Calls {
 			n := int64(1 + min(k, 1))
-			return add(assembled(2*n), Calls{GradG: n, GradF: n})
+			return add(assembled(2*n), oracle.Calls{GradG: n, GradF: n})
 		}},
-		{"VRMSGBiO DenseProblem", denseQuadratic{q}, VRMSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) Calls {
+		{"VRMSGBiO dense oracles", denseQuadratic{q}, VRMSGBiO{Gamma: 0.1, Lambda: 0.25, Mu: 0.5, LowerBatch: 8, UpperBatch: 8}, func(k int) oracle.Calls {
 			n := int64(1 + min(k, 1))
-			return Calls{GradG: n, GradF: n, Dense: 2 * n}
+			return oracle.Calls{GradG: n, GradF: n, Dense: 2 * n}
 		}},
 	} {
 		rec := &MemoryRecorder{}
 		if _, err := Solve(c.p, make([]float64, 3), make([]float64, 5), &Settings{MaxIter: 6, Recorder: rec, EvalEvery: -1}, c.m); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		var prev Calls
+		var prev oracle.Calls
 		for _, r := range rec.Records {
 			if got, want := r.Calls.Sub(prev), c.want(r.Iter); got != want {
 				t.Errorf("%s, iteration %d: calls %+v, want %+v", c.name, r.Iter, got, want)
@@ -493,6 +385,10 @@ type poisonedDense struct {
 	calls int
 }
 
+func (p *poisonedDense) Capabilities() oracle.Capabilities {
+	return oracle.Capabilities{HessYY: p.HessYY, HessXY: p.HessXY}
+}
+
 func (p *poisonedDense) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
 	p.denseQuadratic.HessYY(dst, x, y, batch)
 	if p.calls++; p.calls >= 3 {
@@ -500,7 +396,7 @@ func (p *poisonedDense) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
 	}
 }
 
-// TestDenseNaN: a NaN from a DenseProblem oracle is reported as that
+// TestDenseNaN: a NaN from a declared dense-matrix oracle is reported as that
 // oracle by Solve's finite guard, with the last finite state.
 func TestDenseNaN(t *testing.T) {
 	for _, m := range []Method{

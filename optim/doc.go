@@ -42,9 +42,20 @@
 //     FedE2AiPOD with a FedNestBaseline;
 //   - baselines: SOBA, AmIGO, BSA, TTSA.
 //
-// Methods that need explicit matrices (STABLE, the MGBiO family) use the
-// problem's HessYY and HessXY when it has them (DenseProblem) and assemble
-// them from products otherwise. See Method for how to add another method.
+// Every AID- or ITD-based method is a composition: an inner loop on y
+// (unroll.Descend), a hypergradient estimate — implicit.Estimate, whose
+// parts draw the method's batches and whose solve is one of package
+// implicit's solvers (CG, Neumann with per-step batches or randomized
+// truncation, FixedPoint, Spectral for dense estimates), or unroll's
+// reverse sweep — and an outer optimizer (SGD, Adam) on x. No method
+// writes the formula ∇x f − ∇xy g·v itself.
+//
+// Problems are oracle.Problem values. Optional oracles are declared in
+// oracle.Capabilities: methods that need explicit matrices (STABLE, the
+// MGBiO family) use the problem's HessYY and HessXY when it declares them
+// and assemble them from products otherwise; CG uses the linearized HVPAt
+// where it is declared; every method checks its batch sizes with
+// CheckBatch. See Method for how to add another method.
 //
 // Conventions follow gonum: vectors are flat []float64, the destination comes
 // first, a wrongly sized destination is a programmer error and panics, and

@@ -7,8 +7,8 @@ import (
 )
 
 // ExampleSTABLE runs STABLE (paper 000, Algorithm 1) on the toy problem of
-// ExampleSolve with exact oracles. The toy problem has no DenseProblem
-// methods, so STABLE assembles ∇yy g from 2 HVPs and ∇xy g from 2 MixedYX
+// ExampleSolve with exact oracles. The toy problem declares no HessYY or
+// HessXY (its Capabilities are empty), so STABLE assembles ∇yy g from 2 HVPs and ∇xy g from 2 MixedYX
 // products, at two iterates from the second iteration on (eq. 9).
 func ExampleSTABLE() {
 	p := toy{c: [2]float64{1, -0.25}} // x* = (2, -1)

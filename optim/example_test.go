@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // toy is the bilevel problem
@@ -69,6 +70,10 @@ func (toy) MixedYX(dst, x, y, u []float64, _ []int) {
 		dst[i] = -u[i]
 	}
 }
+
+// Capabilities declares the optional oracles: toy has none (no linearized
+// HVP, no dense matrices, every batch size works).
+func (toy) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
 
 // ExampleSolve runs AID-BiO (paper 003, Algorithm 1) with 5 inner gradient
 // steps and 2 conjugate-gradient steps per outer iteration, until the

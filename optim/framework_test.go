@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -41,11 +43,11 @@ func resumeCases() []struct {
 		m    Method
 		s    Settings
 	}{
-		{"stocBiO Adam shuffled default α η", StocBiO{D: 3, Q: 5, InnerBatch: 30, HessianBatch: 30, MixedBatch: 30, OuterBatch: 30, Outer: Adam{LR: 0.05}},
+		{"stocBiO Adam shuffled default α η", StocBiO{D: 3, Q: 5, InnerBatch: 30, HessianBatch: 30, MixedBatch: 30, UpperBatch: 30, Outer: Adam{LR: 0.05}},
 			Settings{Seed: 42, Sampling: Shuffled}},
-		{"AID-BiO momentum minibatch", AIDBiO{Alpha: 0.5, D: 3, N: 3, InnerBatch: 16, HessianBatch: 64, OuterBatch: 16, Outer: SGD{LR: 0.1, Momentum: 0.9}},
+		{"AID-BiO momentum minibatch", AIDBiO{Alpha: 0.5, D: 3, N: 3, InnerBatch: 16, HessianBatch: 64, UpperBatch: 16, Outer: SGD{LR: 0.1, Momentum: 0.9}},
 			Settings{Seed: 7}},
-		{"ITD-BiO minibatch projected", ITDBiO{Alpha: 0.5, D: 4, InnerBatch: 16, OuterBatch: 16, Outer: SGD{LR: 0.2}},
+		{"ITD-BiO minibatch projected", ITDBiO{Alpha: 0.5, D: 4, InnerBatch: 16, UpperBatch: 16, Outer: SGD{LR: 0.2}},
 			Settings{Seed: 3, ProjectX: mustBall([]float64{0, 0, 0}, 0.3)}},
 	}
 }
@@ -149,7 +151,7 @@ func TestStateRoundTrip(t *testing.T) {
 	st.Batch(p, Lower, 30)
 	st.Batch(p, Upper, 7)
 	st.run = nil
-	st.Calls = Calls{HVP: 12, Dense: 1}
+	st.Calls = oracle.Calls{HVP: 12, Dense: 1}
 	st.Elapsed = 3 * time.Second
 	blob, err := st.MarshalBinary()
 	if err != nil {
@@ -246,9 +248,10 @@ func TestBadSettings(t *testing.T) {
 		{"negative D", x0, y0, Settings{}, AIDBiO{D: -2, Outer: sgd}, "AIDBiO.D = -2"},
 		{"negative Q", x0, y0, Settings{}, StocBiO{Q: -1, Outer: sgd}, "StocBiO.Q = -1"},
 		{"negative batch", x0, y0, Settings{}, StocBiO{InnerBatch: -1, Outer: sgd}, "StocBiO.InnerBatch = -1"},
-		{"batch too large", x0, y0, Settings{}, StocBiO{OuterBatch: 101, Outer: sgd}, "NumUpper() = 100"},
+		{"batch too large", x0, y0, Settings{}, StocBiO{UpperBatch: 101, Outer: sgd}, "NumUpper() = 100"},
 		{"lower batch too large", x0, y0, Settings{}, AIDBiO{HessianBatch: 201, Outer: sgd}, "NumLower() = 200"},
 		{"IncreasingD NaN", x0, y0, Settings{}, AIDBiO{IncreasingD: math.NaN(), Outer: sgd}, "AIDBiO.IncreasingD"},
+		{"IncreasingD overflow", x0, y0, Settings{}, AIDBiO{IncreasingD: 1e19, Outer: sgd}, "AIDBiO.IncreasingD = 1e+19"},
 		{"SGD without LR", x0, y0, Settings{}, AIDBiO{Outer: SGD{}}, "SGD.LR = 0"},
 		{"SGD momentum 1", x0, y0, Settings{}, AIDBiO{Outer: SGD{LR: 1, Momentum: 1}}, "SGD.Momentum"},
 		{"Adam negative LR", x0, y0, Settings{}, ITDBiO{Outer: Adam{LR: -1}}, "Adam.LR = -1"},
@@ -264,9 +267,21 @@ func TestBadSettings(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 			continue
 		}
-		if res != nil && res.Calls != (Calls{}) {
+		if res != nil && res.Calls != (oracle.Calls{}) {
 			t.Errorf("%s: %+v oracle calls before the error", c.name, res.Calls)
 		}
+	}
+	// An increasing schedule that passes Init but outgrows MaxInnerSteps
+	// later is an error of that iteration, not an int overflow that would
+	// run no inner step: D_k = ⌈c (k+1)^(1/4)⌉ with c = 2^31 − 2 exceeds
+	// 2^31 − 1 from k = 1 on. (The oracle calls of iteration 0 are not
+	// made: Resume from a state after it.)
+	st := NewState(x0, y0, 0)
+	st.Iter = 1
+	st.Scalars[keyCurvature] = 2
+	_, err := Resume(p, st, &Settings{MaxIter: 2}, AIDBiO{Alpha: 0.5, IncreasingD: MaxInnerSteps - 1, Outer: sgd})
+	if err == nil || !strings.Contains(err.Error(), "iteration 1") || !strings.Contains(err.Error(), "inner steps at iteration 1") {
+		t.Errorf("D_1 beyond MaxInnerSteps: error %v", err)
 	}
 }
 
@@ -503,8 +518,10 @@ func TestOptimizers(t *testing.T) {
 	}
 }
 
-// TestLinearSolvers checks CG and the Neumann series against a direct
-// solve, and the Lanczos estimate on a 500-dimensional operator.
+// TestLinearSolvers checks the linear solves the methods compose (CG with
+// its warm-start cost and early stop, the N-term Neumann series and its
+// N = 1 case) against a direct solve, and the Lanczos estimate of L on a
+// 500-dimensional operator.
 func TestLinearSolvers(t *testing.T) {
 	p := testProblem(t)
 	hvp := func(dst, v []float64) { p.HVP(dst, nil, nil, v, nil) }
@@ -519,7 +536,7 @@ func TestLinearSolvers(t *testing.T) {
 		if warm {
 			v[0] = 10
 		}
-		calls, err := conjugateGradient(hvp, v, b, 5, 0)
+		st, err := cgOn(hvp, 5, 0)(v, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -527,26 +544,28 @@ func TestLinearSolvers(t *testing.T) {
 		if warm {
 			wantCalls = 6
 		}
-		if d := floats.Distance(v, want.RawVector().Data, 2); d > 1e-12 || calls != wantCalls {
-			t.Errorf("CG warm=%v: error %.3g with %d HVPs, want ≤ 1e-12 with %d", warm, d, calls, wantCalls)
+		if d := floats.Distance(v, want.RawVector().Data, 2); d > 1e-12 || st.HVP != wantCalls {
+			t.Errorf("CG warm=%v: error %.3g with %d HVPs, want ≤ 1e-12 with %d", warm, d, st.HVP, wantCalls)
 		}
 	}
 	// CGTol stops early.
-	v := w()
-	if calls, _ := conjugateGradient(hvp, v, b, 5, 0.5); calls >= 5 {
-		t.Errorf("CG with tol 0.5 used %d HVPs", calls)
+	if st, _ := cgOn(hvp, 5, 0.5)(w(), b); st.HVP >= 5 {
+		t.Errorf("CG with tol 0.5 used %d HVPs", st.HVP)
 	}
-	// A non-positive-definite operator is reported.
-	if _, err := conjugateGradient(func(dst, v []float64) { floats.ScaleTo(dst, -1, v) }, w(), b, 3, 0); err == nil {
-		t.Error("CG on −I: no error")
+	// A non-positive-definite operator is reported, with advice.
+	if _, err := cgOn(func(dst, v []float64) { floats.ScaleTo(dst, -1, v) }, 3, 0)(w(), b); err == nil || !strings.Contains(err.Error(), "Neumann") {
+		t.Errorf("CG on −I: error %v", err)
 	}
-	// Neumann with η = 1/2 and Q terms has error (1/2)^(Q+1)·‖A⁻¹b‖ at most.
-	for _, q := range []int{5, 40} {
+	// Neumann with η = 1/2 and N terms has error (1/2)^N·‖A⁻¹b‖ at most;
+	// N = 1 is η·b.
+	for _, n := range []int{1, 6, 41} {
 		dst := w()
-		neumann(dst, b, 0.5, q, func(dst, v []float64, _ int) { hvp(dst, v) })
-		bound := math.Pow(0.5, float64(q+1)) * floats.Norm(want.RawVector().Data, 2)
+		if _, err := neumannSeries(n, 0.5, 10, nil, implicit.Fixed(hvp))(dst, b); err != nil {
+			t.Fatal(err)
+		}
+		bound := math.Pow(0.5, float64(n)) * floats.Norm(want.RawVector().Data, 2)
 		if d := floats.Distance(dst, want.RawVector().Data, 2); d > bound*(1+1e-9)+1e-14 {
-			t.Errorf("Neumann Q=%d: error %.3g above the bound %.3g", q, d, bound)
+			t.Errorf("Neumann N=%d: error %.3g above the bound %.3g", n, d, bound)
 		}
 	}
 	// Lanczos: 30 steps on diag(1..10 spread over 500 entries).
@@ -554,13 +573,13 @@ func TestLinearSolvers(t *testing.T) {
 	for i := range diag {
 		diag[i] = 1 + 9*float64(i)/499
 	}
-	l := lanczosMax(func(dst, v []float64) {
+	l, err := implicit.LargestEigenvalue(func(dst, v []float64) {
 		for i := range v {
 			dst[i] = diag[i] * v[i]
 		}
-	}, 500, 30)
-	if l > 10 || l < 10*(1-1e-3) {
-		t.Errorf("Lanczos estimate %v of L = 10", l)
+	}, 500, curvatureSteps, 1)
+	if err != nil || l > 10 || l < 10*(1-1e-3) {
+		t.Errorf("Lanczos estimate %v of L = 10 (%v)", l, err)
 	}
 }
 
@@ -596,9 +615,9 @@ func BenchmarkIteration(b *testing.B) {
 		name string
 		m    Method
 	}{
-		{"AIDBiO", AIDBiO{Alpha: 0.5, D: 10, N: 10, InnerBatch: 32, HessianBatch: 32, OuterBatch: 32, Outer: SGD{LR: 0.1}}},
-		{"ITDBiO", ITDBiO{Alpha: 0.5, D: 10, InnerBatch: 32, OuterBatch: 32, Outer: SGD{LR: 0.1}}},
-		{"StocBiO", StocBiO{Alpha: 0.5, Eta: 0.5, D: 10, Q: 10, InnerBatch: 32, HessianBatch: 32, MixedBatch: 32, OuterBatch: 32, Outer: Adam{}}},
+		{"AIDBiO", AIDBiO{Alpha: 0.5, D: 10, N: 10, InnerBatch: 32, HessianBatch: 32, UpperBatch: 32, Outer: SGD{LR: 0.1}}},
+		{"ITDBiO", ITDBiO{Alpha: 0.5, D: 10, InnerBatch: 32, UpperBatch: 32, Outer: SGD{LR: 0.1}}},
+		{"StocBiO", StocBiO{Alpha: 0.5, Eta: 0.5, D: 10, Q: 10, InnerBatch: 32, HessianBatch: 32, MixedBatch: 32, UpperBatch: 32, Outer: Adam{}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // faulty wraps the quadratic test problem and corrupts one oracle's output
@@ -61,7 +62,7 @@ func TestGuards(t *testing.T) {
 		{"NaN HVP in Init's curvature estimate", &faulty{oracle: "HVP", from: 1, bad: math.NaN()},
 			AIDBiO{D: 3, N: 3, Outer: SGD{LR: 0.1}}, -1, []string{"optim: Init: oracle HVP", "NaN"}, true, nil},
 		{"Inf HVP inside CG", &faulty{oracle: "HVP", from: 10, bad: math.Inf(1)},
-			aid, 2, []string{"iteration 2", "oracle HVP (call 10)", "+Inf", "optim.AIDBiO reported", "cg breakdown"}, true, new(*implicit.BreakdownError)},
+			aid, 2, []string{"iteration 2", "oracle HVP (call 10)", "+Inf", "optim.AIDBiO.Iterate reported", "cg breakdown"}, true, new(*implicit.BreakdownError)},
 		{"Inf in the monitored f", &faulty{oracle: "F", from: 4, bad: math.Inf(1)},
 			aid, 3, []string{"iteration 3", "oracle F", "+Inf", "monitoring evaluation of f"}, true, nil},
 		{"Neumann step too large", &faulty{oracle: "none"},
@@ -101,12 +102,14 @@ func TestGuards(t *testing.T) {
 	}
 }
 
-// linFaulty is faulty with a linearized HVP operator (implicit.Linearizer)
-// that counts the operators made.
+// linFaulty is faulty with a linearized HVP operator (declared in its
+// Capabilities) that counts the operators made.
 type linFaulty struct {
 	*faulty
 	made int
 }
+
+func (p *linFaulty) Capabilities() oracle.Capabilities { return oracle.Capabilities{HVPAt: p.HVPAt} }
 
 func (p *linFaulty) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
 	p.made++

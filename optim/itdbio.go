@@ -1,9 +1,7 @@
 package optim
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/gobilevel/bilevel/oracle"
 	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
 )
@@ -29,9 +27,9 @@ import (
 // memory (D+1)·DimY floats for the stored iterates. With InnerBatch > 0 each
 // inner step draws a fresh batch and the sweep reuses it at that step, so
 // the result is the exact derivative of the minibatch unrolled map. A
-// non-finite inner iterate fails the iteration with the Unroller's
-// *unroll.NonFiniteError (y left at y_k^0) unless an oracle's NaN explains
-// it, in which case Solve reports that oracle.
+// non-finite inner iterate or derivative fails the iteration with the
+// Unroller's *unroll.NonFiniteError, and Solve names the oracle that
+// produced it, if one did.
 type ITDBiO struct {
 	// Alpha is the inner step size α; 0 means 1/L with L estimated as for
 	// AIDBiO.Alpha.
@@ -41,8 +39,8 @@ type ITDBiO struct {
 	// InnerBatch is the lower-level batch size of each inner step; 0 means
 	// the whole data set.
 	InnerBatch int
-	// OuterBatch is the upper-level batch size for ∇f; 0: whole data set.
-	OuterBatch int
+	// UpperBatch is the upper-level batch size for ∇f; 0: whole data set.
+	UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3).
 	Outer Optimizer
 }
@@ -50,43 +48,20 @@ type ITDBiO struct {
 var _ Method = ITDBiO{}
 
 // Init implements Method.
-func (m ITDBiO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m ITDBiO) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "ITDBiO", checks: []error{
 		checkStep("ITDBiO.Alpha", m.Alpha),
 		checkCount("ITDBiO.D", m.D),
 		checkBatch(p, "ITDBiO.InnerBatch", m.InnerBatch, Lower),
-		checkBatch(p, "ITDBiO.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "ITDBiO.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("ITDBiO", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("ITDBiO.Outer: %w", err)
-	}
-	if m.Alpha == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Alpha}}.run(p, st)
 }
 
-// itdProblem adapts a Problem to unroll.Problem. The reverse sweep also
-// returns f(x, y^D), which ITD-BiO does not use, so F is not evaluated (it
-// returns 0): an iteration costs no F call.
-type itdProblem struct{ Problem }
-
-func (itdProblem) F(x, y []float64, batch []int) float64 { return 0 }
-
 // Iterate implements Method.
-func (m ITDBiO) Iterate(p Problem, st *State) (Iteration, error) {
-	d := m.D
-	if d == 0 {
-		d = 10
-	}
+func (m ITDBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	u := unroll.Unroller{
-		Steps: d,
+		Steps: count(m.D, 10),
 		Alpha: stepOrDefault(m.Alpha, st),
 		Batch: func(int) []int { return st.Batch(p, Lower, m.InnerBatch) },
 	}
@@ -95,13 +70,9 @@ func (m ITDBiO) Iterate(p Problem, st *State) (Iteration, error) {
 	}
 	copy(st.Y, u.Final())
 	h := st.Work("itd.h", p.DimX())
-	_, err := u.Backward(h, itdProblem{p}, st.Batch(p, Upper, m.OuterBatch))
-	var nf *unroll.NonFiniteError
-	if err != nil && !errors.As(err, &nf) {
+	if _, err := u.Backward(h, nil, p, st.Batch(p, Upper, m.UpperBatch)); err != nil {
 		return Iteration{}, err
 	}
-	// A non-finite derivative (nf != nil) goes on into x, so that Solve's
-	// finite guard names the oracle that produced it, if any, and x.
 	norm := floats.Norm(h, 2)
 	st.StepX(orDefault(m.Outer), h)
 	return Iteration{HypergradNorm: norm}, nil

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
+	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/diff/fd"
 	"gonum.org/v1/gonum/floats"
 )
@@ -82,7 +85,7 @@ func TestDeterministicConvergence(t *testing.T) {
 func TestStocBiOConvergence(t *testing.T) {
 	p := newQuadratic(t, 3, 5, 200, 100, 0.1, 1, 2, 0.5, 1)
 	xs, _ := p.solution()
-	m := StocBiO{Alpha: 0.5, D: 5, Eta: 0.5, Q: 20, InnerBatch: 64, HessianBatch: 64, MixedBatch: 64, OuterBatch: 50,
+	m := StocBiO{Alpha: 0.5, D: 5, Eta: 0.5, Q: 20, InnerBatch: 64, HessianBatch: 64, MixedBatch: 64, UpperBatch: 50,
 		Outer: SGD{LR: 1 / (16 * p.phiLipschitz())}}
 	for _, seed := range []uint64{1, 2, 3} {
 		res, err := Solve(p, make([]float64, 3), make([]float64, 5), &Settings{MaxIter: 1000, Seed: seed, EvalEvery: -1}, m)
@@ -93,7 +96,7 @@ func TestStocBiOConvergence(t *testing.T) {
 		if d > 1e-2 {
 			t.Errorf("seed %d: ‖x − x*‖ = %.3g after 1000 iterations, want ≤ 1e-2", seed, d)
 		}
-		want := Calls{GradG: 5000, HVP: 20000, MixedXY: 1000, GradF: 1000}
+		want := oracle.Calls{GradG: 5000, HVP: 20000, MixedXY: 1000, GradF: 1000}
 		if res.Calls != want {
 			t.Errorf("seed %d: calls %+v, want %+v", seed, res.Calls, want)
 		}
@@ -108,7 +111,7 @@ func (c *capture) Step(_ *OptState, _, grad []float64) { c.grad = append(c.grad[
 func (c *capture) Validate() error                     { return nil }
 
 // hypergradOf runs one iteration of m from (x, y) and returns its estimate.
-func hypergradOf(t *testing.T, p Problem, x, y []float64, seed uint64, m func(o Optimizer) Method) []float64 {
+func hypergradOf(t *testing.T, p oracle.Problem, x, y []float64, seed uint64, m func(o Optimizer) Method) []float64 {
 	t.Helper()
 	c := &capture{}
 	if _, err := Solve(p, x, y, &Settings{MaxIter: 1, Seed: seed, EvalEvery: -1}, m(c)); err != nil {
@@ -184,19 +187,20 @@ func TestOracleCountsPerIteration(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		m    Method
-		want func(k int) Calls
+		want func(k int) oracle.Calls
 	}{
-		{"AID-BiO D=4 N=3", AIDBiO{Alpha: 0.5, D: 4, N: 3, InnerBatch: 10, HessianBatch: 10, OuterBatch: 10}, func(k int) Calls {
-			return Calls{GradG: 4, GradF: 1, MixedXY: 1, HVP: int64(3 + min(k, 1))}
+		{"AID-BiO D=4 N=3", AIDBiO{Alpha: 0.5, D: 4, N: 3, InnerBatch: 10, HessianBatch: 10, UpperBatch: 10}, func(k int) oracle.Calls {
+			return oracle.Calls{GradG: 4, GradF: 1, MixedXY: 1, HVP: int64(3 + min(k, 1))}
 		}},
-		{"AID-BiO-increasing c=2", aidInc, func(k int) Calls {
-			return Calls{GradG: int64(aidInc.InnerSteps(k)), GradF: 1, MixedXY: 1, HVP: int64(3 + min(k, 1))}
+		{"AID-BiO-increasing c=2", aidInc, func(k int) oracle.Calls {
+			d, _ := aidInc.InnerSteps(k)
+			return oracle.Calls{GradG: int64(d), GradF: 1, MixedXY: 1, HVP: int64(3 + min(k, 1))}
 		}},
-		{"ITD-BiO D=6", ITDBiO{Alpha: 0.5, D: 6, InnerBatch: 10}, func(int) Calls {
-			return Calls{GradG: 6, GradF: 1, MixedXY: 6, HVP: 5}
+		{"ITD-BiO D=6", ITDBiO{Alpha: 0.5, D: 6, InnerBatch: 10}, func(int) oracle.Calls {
+			return oracle.Calls{GradG: 6, GradF: 1, MixedXY: 6, HVP: 5}
 		}},
-		{"stocBiO D=5 Q=7", StocBiO{Alpha: 0.5, Eta: 0.5, D: 5, Q: 7, InnerBatch: 8, HessianBatch: 8, MixedBatch: 8, OuterBatch: 8}, func(int) Calls {
-			return Calls{GradG: 5, GradF: 1, HVP: 7, MixedXY: 1}
+		{"stocBiO D=5 Q=7", StocBiO{Alpha: 0.5, Eta: 0.5, D: 5, Q: 7, InnerBatch: 8, HessianBatch: 8, MixedBatch: 8, UpperBatch: 8}, func(int) oracle.Calls {
+			return oracle.Calls{GradG: 5, GradF: 1, HVP: 7, MixedXY: 1}
 		}},
 	} {
 		rec := &MemoryRecorder{}
@@ -204,7 +208,7 @@ func TestOracleCountsPerIteration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var prev Calls
+		var prev oracle.Calls
 		for _, r := range rec.Records {
 			if got, want := r.Calls.Sub(prev), c.want(r.Iter); got != want {
 				t.Errorf("%s, iteration %d: calls %+v, want %+v", c.name, r.Iter, got, want)
@@ -212,7 +216,15 @@ func TestOracleCountsPerIteration(t *testing.T) {
 			prev = r.Calls
 		}
 	}
-	if got := []int{aidInc.InnerSteps(0), aidInc.InnerSteps(1), aidInc.InnerSteps(15)}; got[0] != 2 || got[1] != 3 || got[2] != 4 {
+	var got []int
+	for _, k := range []int{0, 1, 15} {
+		d, err := aidInc.InnerSteps(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d)
+	}
+	if got[0] != 2 || got[1] != 3 || got[2] != 4 {
 		t.Errorf("D_k = ⌈2 (k+1)^(1/4)⌉ for k = 0, 1, 15: got %v, want [2 3 4]", got)
 	}
 
@@ -281,16 +293,22 @@ func (p *nanProblem) HVP(dst, x, y, v []float64, batch []int) {
 
 // TestNaNGuard: an oracle returning NaN at iteration 5 gives a
 // *NonFiniteError naming iteration 5 and the oracle, and a Result holding
-// the finite state before iteration 5.
+// the finite state before iteration 5. A solver that met the NaN reports
+// it too, as its typed error (errors.As finds both), and no destination
+// is set to NaN for the guard's sake: the state is named only when the NaN
+// reached it by an update (the mixed product into x).
 func TestNaNGuard(t *testing.T) {
 	for _, c := range []struct {
 		oracle string
 		m      Method
+		vr     string // the non-finite state variable named, if any
+		solver any    // the solver's error, a pointer to its type; nil: none
 	}{
-		{"MixedXY", AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: SGD{LR: 0.1}}},
-		{"HVP", AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: SGD{LR: 0.1}}},
-		{"HVP", StocBiO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 3, InnerBatch: 5, HessianBatch: 5, Outer: SGD{LR: 0.1}}},
-		{"MixedXY", ITDBiO{Alpha: 0.5, D: 3, Outer: SGD{LR: 0.1}}},
+		{"MixedXY", AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: SGD{LR: 0.1}}, "x", nil},
+		{"HVP", AIDBiO{Alpha: 0.5, D: 3, N: 3, Outer: SGD{LR: 0.1}}, "", new(*implicit.BreakdownError)},
+		{"HVP", StocBiO{Alpha: 0.5, Eta: 0.5, D: 3, Q: 3, InnerBatch: 5, HessianBatch: 5, Outer: SGD{LR: 0.1}}, "", new(*implicit.BreakdownError)},
+		{"MixedXY", ITDBiO{Alpha: 0.5, D: 3, Outer: SGD{LR: 0.1}}, "", new(*unroll.NonFiniteError)},
+		{"HVP", AmIGO{Alpha: 0.5, Eta: 0.5, D: 2, Q: 3, Outer: SGD{LR: 0.1}}, "", new(*implicit.BreakdownError)},
 	} {
 		p := &nanProblem{quadratic: stochasticProblem(t), oracle: c.oracle, at: 5}
 		res, err := Solve(p, make([]float64, 3), make([]float64, 5), &Settings{MaxIter: 20}, c.m)
@@ -302,8 +320,11 @@ func TestNaNGuard(t *testing.T) {
 		if nf.Iter != 5 || nf.Oracle != c.oracle || !strings.Contains(msg, "iteration 5") || !strings.Contains(msg, c.oracle) {
 			t.Errorf("%T/%s: error %q (Iter %d, Oracle %q), want iteration 5 and %s", c.m, c.oracle, msg, nf.Iter, nf.Oracle, c.oracle)
 		}
-		if nf.Var == "" {
-			t.Errorf("%T/%s: error %q names no state variable", c.m, c.oracle, msg)
+		if nf.Var != c.vr {
+			t.Errorf("%T/%s: error %q names state variable %q, want %q", c.m, c.oracle, msg, nf.Var, c.vr)
+		}
+		if c.solver != nil && !errors.As(err, c.solver) {
+			t.Errorf("%T/%s: error %q does not carry the solver's %T", c.m, c.oracle, msg, c.solver)
 		}
 		if res == nil || res.Status != Failure || res.State.Iter != 5 || res.Iter != 5 {
 			t.Fatalf("%T/%s: result %+v, want Failure with the state after 5 iterations", c.m, c.oracle, res)

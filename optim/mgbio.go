@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -50,7 +52,8 @@ import (
 // and H_t⁻¹ h_t is kept in State.V.
 //
 // Oracle calls per iteration: 1 GradF, 1 GradG and 2 dense matrices
-// (∇xy g and ∇yy g, see DenseProblem; assembled they cost DimY HVPs and
+// (∇xy g and ∇yy g, by HessXY and HessYY where the problem declares them;
+// assembled they cost DimY HVPs and
 // min(DimX, DimY) mixed products), one eigendecomposition of a DimY × DimY
 // matrix and, if CGxy > 0, one SVD of a DimX × DimY matrix.
 type MGBiO struct {
@@ -75,18 +78,12 @@ type MGBiO struct {
 var _ Method = MGBiO{}
 
 // Init implements Method. It allocates State.V.
-func (m MGBiO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m MGBiO) Init(p oracle.Problem, st *State) error {
+	return mgbioInit(p, st, m.core(), m.Lambda, []error{
 		checkDenseParam("MGBiO.Eta", m.Eta, "1"),
 		mgbioCheck("MGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
-	)
-	if err != nil {
-		return err
-	}
-	if m.Eta > 1 {
-		return fmt.Errorf("MGBiO.Eta = %v: set η in (0, 1], or 0 for 1", m.Eta)
-	}
-	return mgbioInit(p, st, m.core(), m.Lambda == 0 || m.Mu == 0)
+		checkAtMost("MGBiO.Eta", m.Eta, 1, "set η in (0, 1], or 0 for 1"),
+	})
 }
 
 func (m MGBiO) core() mgbioCore {
@@ -94,7 +91,7 @@ func (m MGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m MGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m MGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	eta := m.Eta
 	if eta == 0 {
 		eta = 1
@@ -171,18 +168,14 @@ type MSGBiO struct {
 var _ Method = MSGBiO{}
 
 // Init implements Method. It allocates State.V and the estimates.
-func (m MSGBiO) Init(p Problem, st *State) error {
+func (m MSGBiO) Init(p oracle.Problem, st *State) error {
 	c := m.core()
-	err := firstErr(
+	return mgbioInit(p, st, c, m.Lambda, []error{
 		mgbioCheck("MSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("MSGBiO", m.K, m.M, m.C),
 		checkBatch(p, "MSGBiO.LowerBatch", m.LowerBatch, Lower),
 		checkBatch(p, "MSGBiO.UpperBatch", m.UpperBatch, Upper),
-	)
-	if err != nil {
-		return err
-	}
-	return mgbioInit(p, st, c, m.Lambda == 0 || m.Mu == 0)
+	})
 }
 
 func (m MSGBiO) core() mgbioCore {
@@ -192,7 +185,7 @@ func (m MSGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m MSGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m MSGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	c := m.core()
 	return c.stochasticIterate(p, st, m.Gamma, m.Lambda)
 }
@@ -235,18 +228,14 @@ var _ Method = VRMSGBiO{}
 
 // Init implements Method. It allocates State.V, the estimates and the
 // previous iterate.
-func (m VRMSGBiO) Init(p Problem, st *State) error {
+func (m VRMSGBiO) Init(p oracle.Problem, st *State) error {
 	c := m.core()
-	err := firstErr(
+	return mgbioInit(p, st, c, m.Lambda, []error{
 		mgbioCheck("VRMSGBiO", m.Gamma, m.Lambda, m.Mu, m.Lg, m.CFy, m.CGxy, st),
 		c.sched.check("VRMSGBiO", m.K, m.M, m.C),
 		checkBatch(p, "VRMSGBiO.LowerBatch", m.LowerBatch, Lower),
 		checkBatch(p, "VRMSGBiO.UpperBatch", m.UpperBatch, Upper),
-	)
-	if err != nil {
-		return err
-	}
-	return mgbioInit(p, st, c, m.Lambda == 0 || m.Mu == 0)
+	})
 }
 
 func (m VRMSGBiO) core() mgbioCore {
@@ -256,7 +245,7 @@ func (m VRMSGBiO) core() mgbioCore {
 }
 
 // Iterate implements Method.
-func (m VRMSGBiO) Iterate(p Problem, st *State) (Iteration, error) {
+func (m VRMSGBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	c := m.core()
 	return c.stochasticIterate(p, st, m.Gamma, m.Lambda)
 }
@@ -383,12 +372,12 @@ func mgbioCheck(name string, gamma, lambda, mu, lg, cfy, cgxy float64, st *State
 	return nil
 }
 
-// mgbioInit estimates L if needed and allocates the method's buffers.
-func mgbioInit(p Problem, st *State, c mgbioCore, needL bool) error {
-	if needL {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
+// mgbioInit runs the method's checks, estimates L if the lower step lambda
+// or μ is a default, and allocates the method's buffers.
+func mgbioInit(p oracle.Problem, st *State, c mgbioCore, lambda float64, checks []error) error {
+	err := methodInit{name: c.name, checks: checks, steps: []float64{lambda, c.mu}, v: true}.run(p, st)
+	if err != nil {
+		return err
 	}
 	if c.mu == 0 && c.lg > 0 && c.lg < st.Scalars[keyCurvature]/1000 {
 		return fmt.Errorf("%s.Lg = %v is below the default μ = L/1000 = %v: set Mu", c.name, c.lg, st.Scalars[keyCurvature]/1000)
@@ -405,14 +394,11 @@ func mgbioInit(p Problem, st *State, c mgbioCore, needL bool) error {
 		st.Vec(c.key+"xprev", nx)
 		st.Vec(c.key+"yprev", ny)
 	}
-	if st.V == nil {
-		st.V = make([]float64, ny)
-	}
 	return nil
 }
 
 // stochasticIterate resolves the schedule of iteration k = t−1 and runs it.
-func (c mgbioCore) stochasticIterate(p Problem, st *State, gamma, lambda float64) (Iteration, error) {
+func (c mgbioCore) stochasticIterate(p oracle.Problem, st *State, gamma, lambda float64) (Iteration, error) {
 	t := st.Iter + 1
 	if lambda == 0 {
 		l := st.Scalars[keyCurvature]
@@ -429,67 +415,32 @@ func (c mgbioCore) stochasticIterate(p Problem, st *State, gamma, lambda float64
 // the estimates at (x_t, y_t) with the weights w (β_t, β̂_t, α_t, α̂_t, α̃_t;
 // unused at k = 0 and by MGBiO, whose estimates are the fresh values), then
 // w_t, and moves x and y with η = η_t.
-func (c mgbioCore) iterate(p Problem, st *State, gamma, lambda, eta float64, w [5]float64) (Iteration, error) {
-	k, nx, ny := st.Iter, p.DimX(), p.DimY()
+func (c mgbioCore) iterate(p oracle.Problem, st *State, gamma, lambda, eta float64, w [5]float64) (Iteration, error) {
+	nx, ny := p.DimX(), p.DimY()
 	x, y := st.X, st.Y
-	mu, lg := c.mu, denseRadius(c.lg)
+	mu := c.mu
 	if mu == 0 {
 		mu = st.Scalars[keyCurvature] / 1000
 	}
-	buf := st.Work
-	if c.carry {
-		buf = st.Vec
-	}
-	u, h, v := buf(c.key+"u", nx), buf(c.key+"h", ny), buf(c.key+"v", ny)
-	g, hh := buf(c.key+"G", nx*ny), buf(c.key+"H", ny*ny)
-
-	xi := st.Batch(p, Upper, c.upper)
-	zeta := st.Batch(p, Lower, c.lower)
-	fx, fy, gy := st.Work("mgbio.fx", nx), st.Work("mgbio.fy", ny), st.Work("mgbio.gy", ny)
-	gc, hc := st.Work("mgbio.G", nx*ny), st.Work("mgbio.H", ny*ny)
-	p.GradF(fx, fy, x, y, xi)
-	p.GradG(nil, gy, x, y, zeta)
-	hessXYInto(p, st, gc, x, y, zeta)
-	hessYYInto(p, st, hc, x, y, zeta)
-	switch {
-	case k == 0 || !c.carry: // Algorithm 1, line 3; Algorithms 2–3, line 2
-		copy(u, fx)
-		copy(h, fy)
-		copy(v, gy)
-		copy(g, gc)
-		copy(hh, hc)
-	case c.storm: // Algorithm 3, lines 7–11: the same ξ_t, ζ_t at (x_{t−1}, y_{t−1})
-		xp, yp := st.Vec(c.key+"xprev", nx), st.Vec(c.key+"yprev", ny)
-		fxp, fyp, gyp := st.Work("mgbio.fxp", nx), st.Work("mgbio.fyp", ny), st.Work("mgbio.gyp", ny)
-		gp, hp := st.Work("mgbio.Gp", nx*ny), st.Work("mgbio.Hp", ny*ny)
-		p.GradF(fxp, fyp, xp, yp, xi)
-		p.GradG(nil, gyp, xp, yp, zeta)
-		hessXYInto(p, st, gp, xp, yp, zeta)
-		hessYYInto(p, st, hp, xp, yp, zeta)
-		stormUpdate(u, fxp, fx, w[0])
-		stormUpdate(h, fyp, fy, w[1])
-		stormUpdate(v, gyp, gy, w[2])
-		stormUpdate(g, gp, gc, w[3])
-		stormUpdate(hh, hp, hc, w[4])
-	default: // Algorithm 2, lines 7–11
-		emaUpdate(u, fx, w[0])
-		emaUpdate(h, fy, w[1])
-		emaUpdate(v, gy, w[2])
-		emaUpdate(g, gc, w[3])
-		emaUpdate(hh, hc, w[4])
-	}
-	denseClipNorm(h, denseRadius(c.cfy))
-	if err := denseClipSpectral(g, nx, ny, denseRadius(c.cgxy)); err != nil {
+	e := c.estimates(p, st, w)
+	denseClipNorm(e.h, denseRadius(c.cfy))
+	if err := denseClipSpectral(e.g, nx, ny, denseRadius(c.cgxy)); err != nil {
 		return Iteration{}, err
 	}
-	var hinv denseSymClip
-	if err := hinv.project(hh, hh, ny, mu, lg); err != nil {
+	hinv := implicit.Spectral{Lo: mu, Hi: c.lg}
+	if err := hinv.Factorize(e.hh, e.hh, ny); err != nil {
 		return Iteration{}, err
 	}
-	hinv.solve(st.V, h)
-	wt := st.Work("mgbio.w", nx)
-	denseMulVec(wt, g, nx, ny, st.V)
-	floats.SubTo(wt, u, wt) // w_t = u_t − G_t H_t⁻¹ h_t: eq. 9/15, not the "+" of eq. 12
+	// w_t = u_t − G_t H_t⁻¹ h_t: eq. 9/15, not the "+" of eq. 12; H_t⁻¹ h_t
+	// is kept in V.
+	wt, err := estimate(st, st.V, implicit.System{
+		Gradient: func(gx, gy []float64) { copy(gx, e.u); copy(gy, e.h) },
+		Solve:    spectralSolve(&hinv),
+		Cross:    func(dst, v []float64) { denseMulVec(dst, e.g, nx, ny, v) },
+	})
+	if err != nil {
+		return Iteration{}, err
+	}
 	norm := floats.Norm(wt, 2)
 
 	if c.storm {
@@ -505,10 +456,61 @@ func (c mgbioCore) iterate(p Problem, st *State, gamma, lambda, eta float64, w [
 		x[i] += eta * (xt[i] - x[i])
 	}
 	for i := range y {
-		yt := y[i] - lambda*v[i]
+		yt := y[i] - lambda*e.v[i]
 		y[i] += eta * (yt - y[i])
 	}
 	return Iteration{HypergradNorm: norm}, nil
+}
+
+// mgbioEstimates are the estimates u ≈ ∇x f, h ≈ ∇y f, v ≈ ∇y g,
+// G ≈ ∇xy g and H ≈ ∇yy g of one iteration, before their projections.
+type mgbioEstimates struct{ u, h, v, g, hh []float64 }
+
+// estimates draws ξ_t and ζ_t and forms the estimates at (x_t, y_t): the
+// fresh values at k = 0 and for MGBiO, else moving averages (MSGBiO) or
+// STORM estimators (VR-MSGBiO) with the weights w, in State.Vecs when they
+// carry over.
+func (c mgbioCore) estimates(p oracle.Problem, st *State, w [5]float64) mgbioEstimates {
+	nx, ny := p.DimX(), p.DimY()
+	x, y := st.X, st.Y
+	buf := st.Work
+	if c.carry {
+		buf = st.Vec
+	}
+	e := mgbioEstimates{u: buf(c.key+"u", nx), h: buf(c.key+"h", ny), v: buf(c.key+"v", ny),
+		g: buf(c.key+"G", nx*ny), hh: buf(c.key+"H", ny*ny)}
+	xi := st.Batch(p, Upper, c.upper)
+	zeta := st.Batch(p, Lower, c.lower)
+	fx, fy, gy := st.Work("mgbio.fx", nx), st.Work("mgbio.fy", ny), st.Work("mgbio.gy", ny)
+	gc, hc := st.Work("mgbio.G", nx*ny), st.Work("mgbio.H", ny*ny)
+	p.GradF(fx, fy, x, y, xi)
+	p.GradG(nil, gy, x, y, zeta)
+	hessXYInto(p, st, gc, x, y, zeta)
+	hessYYInto(p, st, hc, x, y, zeta)
+	est, cur := [5][]float64{e.u, e.h, e.v, e.g, e.hh}, [5][]float64{fx, fy, gy, gc, hc}
+	switch {
+	case st.Iter == 0 || !c.carry: // Algorithm 1, line 3; Algorithms 2–3, line 2
+		for i := range est {
+			copy(est[i], cur[i])
+		}
+	case c.storm: // Algorithm 3, lines 7–11: the same ξ_t, ζ_t at (x_{t−1}, y_{t−1})
+		xp, yp := st.Vec(c.key+"xprev", nx), st.Vec(c.key+"yprev", ny)
+		fxp, fyp, gyp := st.Work("mgbio.fxp", nx), st.Work("mgbio.fyp", ny), st.Work("mgbio.gyp", ny)
+		gp, hp := st.Work("mgbio.Gp", nx*ny), st.Work("mgbio.Hp", ny*ny)
+		p.GradF(fxp, fyp, xp, yp, xi)
+		p.GradG(nil, gyp, xp, yp, zeta)
+		hessXYInto(p, st, gp, xp, yp, zeta)
+		hessYYInto(p, st, hp, xp, yp, zeta)
+		prev := [5][]float64{fxp, fyp, gyp, gp, hp}
+		for i := range est {
+			stormUpdate(est[i], prev[i], cur[i], w[i])
+		}
+	default: // Algorithm 2, lines 7–11
+		for i := range est {
+			emaUpdate(est[i], cur[i], w[i])
+		}
+	}
+	return e
 }
 
 // emaUpdate is the moving average of paper 001, eq. 26:

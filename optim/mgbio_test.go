@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -26,14 +27,14 @@ func TestMGBiODeterministic(t *testing.T) {
 	const tol = 1e-6
 	for _, c := range []struct {
 		name   string
-		p      Problem
+		p      oracle.Problem
 		m      Method
 		budget int
 	}{
 		{"MGBiO", p, MGBiO{Gamma: gamma, Lambda: 0.5}, 200},
 		{"MGBiO default λ μ", p, MGBiO{Gamma: gamma}, 200},
 		{"MGBiO η=1/2", p, MGBiO{Gamma: gamma, Lambda: 0.5, Eta: 0.5}, 200},
-		{"MGBiO DenseProblem", denseQuadratic{p}, MGBiO{Gamma: gamma, Lambda: 0.5}, 200},
+		{"MGBiO dense oracles", denseQuadratic{p}, MGBiO{Gamma: gamma, Lambda: 0.5}, 200},
 		{"MSGBiO", p, MSGBiO{Gamma: gamma}, 4000},
 		{"VRMSGBiO", p, VRMSGBiO{Gamma: gamma}, 1800},
 	} {

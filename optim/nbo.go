@@ -1,8 +1,10 @@
 package optim
 
 import (
-	"fmt"
+	"math"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -23,6 +25,10 @@ import (
 // d_x^k uses y^k and u^k, not the updated values (Algorithm 1 step 5, the
 // Jacobi order of the paper). u is State.V: u ≈ H⁻¹ ∇2 f, the sign
 // convention of this package (∇Φ = ∇x f − ∇xy g v).
+//
+// An iteration composes implicit.Estimate at u^k (no solve) for d_x and
+// two runs of implicit.FixedPoint, the inner solver of both systems, on one
+// per-step source whose round t draws the batch that v and w share.
 
 // NBOWarmup is the initialization of paper 002, Appendix D (BOX 1 for
 // NBO-GD, BOX 2 for NSBO-SGD). Before the first iteration, at fixed x^0, it
@@ -50,6 +56,15 @@ type NBOWarmup struct {
 
 // active reports whether the warm-up does anything.
 func (w NBOWarmup) active() bool { return w.N0 > 0 || w.Q0 > 0 }
+
+// beta0 returns the warm-up step as a setting whose zero value means 1/L:
+// Beta0, or 1 (no default needed) when the warm-up does nothing.
+func (w NBOWarmup) beta0() float64 {
+	if !w.active() {
+		return 1
+	}
+	return w.Beta0
+}
 
 func (w NBOWarmup) validate(method string) error {
 	return firstErr(
@@ -117,25 +132,22 @@ func (m NBOGD) T() int { return nboUpdates(m.Updates) - 1 }
 
 // Init implements Method. It allocates State.V (u) and, if Warmup is set,
 // runs BOX 1 on a fresh run (State.V missing); a resumed run is left alone.
-func (m NBOGD) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m NBOGD) Init(p oracle.Problem, st *State) error {
+	err := methodInit{name: "NBOGD", checks: []error{
 		checkStep("NBOGD.Gamma", m.Gamma),
 		checkCount("NBOGD.Updates", m.Updates),
 		m.Warmup.validate("NBOGD"),
 		noProjectY("NBOGD", st),
-	)
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Gamma, m.Warmup.beta0()}}.run(p, st)
 	if err != nil {
 		return err
 	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("NBOGD.Outer: %w", err)
-	}
-	return nboInit(p, st, m.Gamma, m.Warmup, 0, 0)
+	return nboWarmup(p, st, m.Warmup, 0, 0)
 }
 
 // Iterate implements Method.
-func (m NBOGD) Iterate(p Problem, st *State) (Iteration, error) {
-	return nboIterate(p, st, stepOrDefault(m.Gamma, st), nboUpdates(m.Updates), nboBatches{}, orDefault(m.Outer)), nil
+func (m NBOGD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	return nboIterate(p, st, stepOrDefault(m.Gamma, st), nboUpdates(m.Updates), nboBatches{}, orDefault(m.Outer))
 }
 
 // NSBOSGD is NSBO-SGD, paper 002 Algorithm 4 with the subroutine SGD(x^k,
@@ -165,20 +177,20 @@ type NSBOSGD struct {
 	Updates int
 	// HessianBatch is |B_1^{t,k}| (each HVP round), ResidualBatch |B_1^k|
 	// (the HVP in D_u), GradBatch |B_2^k| (D_y) and MixedBatch |B_4^k|
-	// (D_x), all lower-level; OuterBatch is |B_3^k|, upper-level. 0 means
+	// (D_x), all lower-level; UpperBatch is |B_3^k|, upper-level. 0 means
 	// the whole data set. Paper 002 Sec. 4.2 uses |B_2^k| = 256 and 64 for
 	// the others; Theorem 3.7 wants |B_2^k| the largest.
-	HessianBatch, ResidualBatch, GradBatch, MixedBatch, OuterBatch int
+	HessianBatch, ResidualBatch, GradBatch, MixedBatch, UpperBatch int
 	// Outer updates x with D_x; nil means Adam{} (LR 1e-3). The paper's
 	// step is SGD{LR: α}.
 	Outer Optimizer
 	// Warmup is the BOX 2 initialization (Appendix D); the zero value does
 	// none. Its y-steps draw a lower batch of WarmupBatch samples each
 	// (|B_{0,n}|); each u-step draws WarmupBatch lower samples for the HVP
-	// (|B_{0,q}|) and WarmupOuterBatch upper samples for ∇2 F (|B'_{0,q}|).
+	// (|B_{0,q}|) and WarmupUpperBatch upper samples for ∇2 F (|B'_{0,q}|).
 	// 0 means the whole data set (then ∇2 f is computed once).
 	Warmup                        NBOWarmup
-	WarmupBatch, WarmupOuterBatch int
+	WarmupBatch, WarmupUpperBatch int
 }
 
 var _ Method = NSBOSGD{}
@@ -188,62 +200,50 @@ func (m NSBOSGD) T() int { return nboUpdates(m.Updates) - 1 }
 
 // Init implements Method. It allocates State.V (u) and, if Warmup is set,
 // runs BOX 2 on a fresh run (State.V missing); a resumed run is left alone.
-func (m NSBOSGD) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m NSBOSGD) Init(p oracle.Problem, st *State) error {
+	err := methodInit{name: "NSBOSGD", checks: []error{
 		checkStep("NSBOSGD.Gamma", m.Gamma),
 		checkCount("NSBOSGD.Updates", m.Updates),
 		checkBatch(p, "NSBOSGD.HessianBatch", m.HessianBatch, Lower),
 		checkBatch(p, "NSBOSGD.ResidualBatch", m.ResidualBatch, Lower),
 		checkBatch(p, "NSBOSGD.GradBatch", m.GradBatch, Lower),
 		checkBatch(p, "NSBOSGD.MixedBatch", m.MixedBatch, Lower),
-		checkBatch(p, "NSBOSGD.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "NSBOSGD.UpperBatch", m.UpperBatch, Upper),
 		m.Warmup.validate("NSBOSGD"),
 		checkBatch(p, "NSBOSGD.WarmupBatch", m.WarmupBatch, Lower),
-		checkBatch(p, "NSBOSGD.WarmupOuterBatch", m.WarmupOuterBatch, Upper),
+		checkBatch(p, "NSBOSGD.WarmupUpperBatch", m.WarmupUpperBatch, Upper),
 		noProjectY("NSBOSGD", st),
-	)
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Gamma, m.Warmup.beta0()}}.run(p, st)
 	if err != nil {
 		return err
 	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("NSBOSGD.Outer: %w", err)
-	}
-	return nboInit(p, st, m.Gamma, m.Warmup, m.WarmupBatch, m.WarmupOuterBatch)
+	return nboWarmup(p, st, m.Warmup, m.WarmupBatch, m.WarmupUpperBatch)
 }
 
 // Iterate implements Method.
-func (m NSBOSGD) Iterate(p Problem, st *State) (Iteration, error) {
+func (m NSBOSGD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	b := nboBatches{
 		hessian: m.HessianBatch, residual: m.ResidualBatch,
-		grad: m.GradBatch, mixed: m.MixedBatch, outer: m.OuterBatch,
+		grad: m.GradBatch, mixed: m.MixedBatch, upper: m.UpperBatch,
 	}
-	return nboIterate(p, st, stepOrDefault(m.Gamma, st), nboUpdates(m.Updates), b, orDefault(m.Outer)), nil
+	return nboIterate(p, st, stepOrDefault(m.Gamma, st), nboUpdates(m.Updates), b, orDefault(m.Outer))
 }
 
 // nboUpdates returns T+1 for the Updates setting (0 means 2).
-func nboUpdates(u int) int {
-	if u == 0 {
-		return 2
-	}
-	return u
-}
+func nboUpdates(u int) int { return count(u, 2) }
 
 // nboBatches are the batch sizes of one NBO iteration (0: whole data set).
 type nboBatches struct {
 	hessian, residual, grad, mixed int // lower: B_1^{t,k}, B_1^k, B_2^k, B_4^k
-	outer                          int // upper: B_3^k
+	upper                          int // upper: B_3^k
 }
 
-// nboInit estimates the curvature if a default step needs it, then, on a
-// fresh run (st.V == nil), allocates u = 0 and runs the warm-up w. batch and
-// outerBatch are the warm-up's lower and upper batch sizes; ∇2 f is
-// re-sampled at each u-step only when outerBatch > 0.
-func nboInit(p Problem, st *State, gamma float64, w NBOWarmup, batch, outerBatch int) error {
-	if gamma == 0 || (w.active() && w.Beta0 == 0) {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
+// nboWarmup, on a fresh run (st.V == nil), allocates u = 0 and runs the
+// warm-up w: N0 inner steps on y, then Q0 steps of implicit.FixedPoint on
+// ∇yy g u = ∇y f, with a fresh lower batch per step and, when upperBatch >
+// 0, a fresh upper batch for ∇y f per step (a per-step right-hand side);
+// otherwise ∇2 f is computed once.
+func nboWarmup(p oracle.Problem, st *State, w NBOWarmup, batch, upperBatch int) error {
 	if st.V != nil {
 		return nil
 	}
@@ -253,71 +253,80 @@ func nboInit(p Problem, st *State, gamma float64, w NBOWarmup, batch, outerBatch
 		return nil
 	}
 	beta := stepOrDefault(w.Beta0, st)
-	x, y, u := st.X, st.Y, st.V
-	gy := st.Work("nbo.warm.gy", dy)
-	for range w.N0 {
-		p.GradG(nil, gy, x, y, st.Batch(p, Lower, batch))
-		floats.AddScaled(y, -beta, gy)
+	if err := innerSteps(p, st, w.N0, beta, batch); err != nil {
+		return err
 	}
 	if w.Q0 == 0 {
 		return nil
 	}
-	fy, hu := st.Work("nbo.warm.fy", dy), st.Work("nbo.warm.hu", dy)
-	if outerBatch == 0 {
-		p.GradF(nil, fy, x, y, nil)
+	fy := st.Work("nbo.warm.fy", dy)
+	if upperBatch == 0 {
+		p.GradF(nil, fy, st.X, st.Y, nil)
 	}
-	for range w.Q0 {
-		if outerBatch > 0 {
-			p.GradF(nil, fy, x, y, st.Batch(p, Upper, outerBatch))
+	hvp := hessianSteps(p, st, batch)
+	ops := func(k int) implicit.Operator {
+		if upperBatch > 0 {
+			p.GradF(nil, fy, st.X, st.Y, st.Batch(p, Upper, upperBatch))
 		}
-		p.HVP(hu, x, y, u, st.Batch(p, Lower, batch))
-		floats.Sub(hu, fy)
-		floats.AddScaled(u, -beta, hu)
+		return hvp(k)
 	}
-	return nil
+	sgd := &implicit.FixedPoint{Eta: beta, MaxIter: w.Q0, Tol: -1, MaxGrowth: math.Inf(1)}
+	_, err := sgd.SolveSteps(st.V, ops, fy)
+	return err
 }
 
 // nboIterate performs one iteration of Algorithm 4 (Algorithm 2 when every
 // batch size is 0) with step gamma and updates = T+1 GD updates, returning
 // ‖d_x‖.
-func nboIterate(p Problem, st *State, gamma float64, updates int, b nboBatches, outer Optimizer) Iteration {
-	dx, dy := p.DimX(), p.DimY()
+func nboIterate(p oracle.Problem, st *State, gamma float64, updates int, b nboBatches, outer Optimizer) (Iteration, error) {
+	dy := p.DimY()
 	x, y, u := st.X, st.Y, st.V
 	b1 := st.Batch(p, Lower, b.residual)
 	b2 := st.Batch(p, Lower, b.grad)
-	b3 := st.Batch(p, Upper, b.outer)
+	b3 := st.Batch(p, Upper, b.upper)
 	b4 := st.Batch(p, Lower, b.mixed)
 
 	dY := st.Work("nbo.dy", dy)
 	p.GradG(nil, dY, x, y, b2) // D_y, eq. 13
-	h, fy := st.Work("nbo.h", dx), st.Work("nbo.fy", dy)
-	p.GradF(h, fy, x, y, b3)
+	// D_x, eq. 15, at (x^k, y^k, u^k); the estimate leaves ∇2 F in optim.fy.
+	h, err := estimate(st, u, implicit.System{
+		Gradient: func(gx, gy []float64) { p.GradF(gx, gy, x, y, b3) },
+		Cross:    mixedOn(p, st, b4),
+	})
+	if err != nil {
+		return Iteration{}, err
+	}
 	dU := st.Work("nbo.du", dy)
 	p.HVP(dU, x, y, u, b1)
-	floats.Sub(dU, fy) // D_u, eq. 14
-	mixed := st.Work("nbo.mixed", dx)
-	p.MixedXY(mixed, x, y, u, b4)
-	floats.Sub(h, mixed) // D_x, eq. 15, at (x^k, y^k, u^k)
+	floats.Sub(dU, st.Work("optim.fy", dy)) // D_u, eq. 14
 
-	// Algorithm 3/5: the update t = −1 from [v, w] = 0 is γ[D_y, D_u]. The
-	// v-part uses D_y = ∇2 g, although eq. 11 prints γ[d_u, d_u] (a typo,
-	// see the proof of Lemma E.3 in paper 002 and eq. 16).
+	// Algorithm 3/5: the update t = −1 from [v, w] = 0 is γ[D_y, D_u]; the
+	// T rounds t = 0..T−1 are T steps of FixedPoint from there, v and w on
+	// the same batch B_1^{t,k} of round t. The v-part uses D_y = ∇2 g,
+	// although eq. 11 prints γ[d_u, d_u] (a typo, see the proof of Lemma E.3
+	// in paper 002 and eq. 16).
 	v, w := st.Work("nbo.v", dy), st.Work("nbo.w", dy)
 	floats.ScaleTo(v, gamma, dY)
 	floats.ScaleTo(w, gamma, dU)
-	hv, hw := st.Work("nbo.hv", dy), st.Work("nbo.hw", dy)
-	for range updates - 1 {
-		hb := st.Batch(p, Lower, b.hessian) // B_1^{t,k}, shared by v and w
-		p.HVP(hv, x, y, v, hb)
-		p.HVP(hw, x, y, w, hb)
-		for i := range v { // eq. 16: (I − γH)[v, w] + γ[D_y, D_u]
-			v[i] += gamma * (dY[i] - hv[i])
-			w[i] += gamma * (dU[i] - hw[i])
+	if updates > 1 {
+		var rounds [][]int
+		ops := func(t int) implicit.Operator {
+			if t > len(rounds) { // the first ask for round t draws its batch
+				rounds = append(rounds, st.Batch(p, Lower, b.hessian))
+			}
+			hb := rounds[t-1]
+			return func(dst, v []float64) { p.HVP(dst, x, y, v, hb) }
+		}
+		gd := &implicit.FixedPoint{Eta: gamma, MaxIter: updates - 1, Tol: -1, MaxGrowth: math.Inf(1)}
+		for _, sys := range [][2][]float64{{v, dY}, {w, dU}} {
+			if _, err := gd.SolveSteps(sys[0], ops, sys[1]); err != nil {
+				return Iteration{}, err
+			}
 		}
 	}
 	floats.Sub(y, v)
 	floats.Sub(u, w)
 	norm := floats.Norm(h, 2)
 	st.StepX(outer, h)
-	return Iteration{HypergradNorm: norm}
+	return Iteration{HypergradNorm: norm}, nil
 }

@@ -4,87 +4,26 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
+	"gonum.org/v1/gonum/mat"
 )
 
-// Problem is a compiled bilevel problem: the upper objective f(x, y) over an
-// upper-level data set and the lower objective g(x, y) over a lower-level data
-// set, with the derivative oracles the solvers need. x has DimX entries and y
-// has DimY entries.
-//
-// A batch is a list of sample indices: into the lower-level data set
-// (0 ≤ i < NumLower) for G, GradG, HVP, MixedXY and MixedYX, and into the
-// upper-level data set (0 ≤ i < NumUpper) for F and GradF. A nil batch means
-// the whole data set. An index may repeat (sampling with replacement).
-//
-// Destinations come first and must have the length of the space they live
-// in. Oracles must not modify x, y, v, u or batch, must not retain them after
-// returning, and must be deterministic: the same inputs give the same bits.
-// Solvers rely on that for reproducible runs.
-type Problem interface {
-	// DimX returns the dimension of the upper variable x.
-	DimX() int
-	// DimY returns the dimension of the lower variable y.
-	DimY() int
-	// NumLower returns the number of samples of the lower-level data set.
-	NumLower() int
-	// NumUpper returns the number of samples of the upper-level data set.
-	NumUpper() int
-
-	// F returns f(x, y) on the upper-level batch.
-	F(x, y []float64, batch []int) float64
-	// G returns g(x, y) on the lower-level batch.
-	G(x, y []float64, batch []int) float64
-	// GradF stores ∇x f in dx and ∇y f in dy; a nil dx or dy is skipped.
-	GradF(dx, dy, x, y []float64, batch []int)
-	// GradG stores ∇x g in dx and ∇y g in dy; a nil dx or dy is skipped.
-	GradG(dx, dy, x, y []float64, batch []int)
-	// HVP stores ∇yy g(x, y) v in dst (y-space).
-	HVP(dst, x, y, v []float64, batch []int)
-	// MixedXY stores ∇xy g(x, y) v in dst (x-space): the x-gradient of
-	// ⟨∇y g(x, y), v⟩.
-	MixedXY(dst, x, y, v []float64, batch []int)
-	// MixedYX stores ∇yx g(x, y) u in dst (y-space): the y-gradient of
-	// ⟨∇x g(x, y), u⟩.
-	MixedYX(dst, x, y, u []float64, batch []int)
-}
-
-// Calls counts oracle calls by kind. Solve keeps a cumulative count in
-// State.Calls; the difference of two Records gives one iteration's cost.
-type Calls struct {
-	F, G         int64 // objective values
-	GradF, GradG int64 // gradient calls (one call may fill both dx and dy)
-	HVP          int64 // ∇yy g · v
-	MixedXY      int64 // ∇xy g · v
-	MixedYX      int64 // ∇yx g · u
-	Dense        int64 // dense matrices formed by a method (counted by the method itself)
-}
-
-// Sub returns c − o, field by field.
-func (c Calls) Sub(o Calls) Calls {
-	return Calls{
-		F: c.F - o.F, G: c.G - o.G,
-		GradF: c.GradF - o.GradF, GradG: c.GradG - o.GradG,
-		HVP: c.HVP - o.HVP, MixedXY: c.MixedXY - o.MixedXY, MixedYX: c.MixedYX - o.MixedYX,
-		Dense: c.Dense - o.Dense,
-	}
-}
-
-// counter wraps a Problem for Solve: it counts calls into calls, checks the
-// sizes of destinations, and remembers the first oracle whose output was not
-// finite since the last reset.
+// counter wraps an oracle.Problem for Solve: it counts calls into calls,
+// checks the sizes of destinations, and remembers the first oracle whose
+// output was not finite since the last reset. Its Capabilities wrap the
+// problem's declared optional oracles the same way.
 type counter struct {
-	p     Problem
-	calls *Calls
+	p     oracle.Problem
+	calls *oracle.Calls
 	dx    int
 	dy    int
 	iter  int
 	bad   *NonFiniteError
 }
 
-var _ Problem = (*counter)(nil)
+var _ oracle.Problem = (*counter)(nil)
 
-func newCounter(p Problem, calls *Calls) *counter {
+func newCounter(p oracle.Problem, calls *oracle.Calls) *counter {
 	return &counter{p: p, calls: calls, dx: p.DimX(), dy: p.DimY(), iter: -1}
 }
 
@@ -133,45 +72,17 @@ func (c *counter) GradG(dx, dy, x, y []float64, batch []int) {
 }
 
 func (c *counter) HVP(dst, x, y, v []float64, batch []int) {
-	c.calls.HVP++
 	c.args("HVP", x, y)
+	c.hvp(func(dst, v []float64) { c.p.HVP(dst, x, y, v, batch) }, dst, v)
+}
+
+// hvp applies one Hessian-vector product by op, counted and checked.
+func (c *counter) hvp(op func(dst, v []float64), dst, v []float64) {
+	c.calls.HVP++
 	c.size("HVP", "dst", dst, c.dy, false)
 	c.size("HVP", "v", v, c.dy, false)
-	c.p.HVP(dst, x, y, v, batch)
+	op(dst, v)
 	c.vector("HVP", c.calls.HVP, dst)
-}
-
-// BatchChecker is implemented by problems whose oracles cannot take every
-// batch size (graph.Problem, when an objective fixes a sample count):
-// CheckBatch reports whether batches of size samples of the upper (or
-// lower) level can be evaluated. The methods' Init calls it for each batch
-// size they are configured with, so a size the problem cannot take is an
-// error before the first iteration, not a panic in an oracle.
-type BatchChecker interface {
-	CheckBatch(upper bool, size int) error
-}
-
-// CheckBatch forwards to the problem's CheckBatch, if it has one.
-func (c *counter) CheckBatch(upper bool, size int) error {
-	if b, ok := c.p.(BatchChecker); ok {
-		return b.CheckBatch(upper, size)
-	}
-	return nil
-}
-
-// HVPAt is the problem's Hessian operator at (x, y) on batch — its
-// linearized one when it has one (implicit.Linearizer) — with each product
-// counted and checked as HVP does.
-func (c *counter) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
-	c.args("HVP", x, y)
-	op := implicit.HVPOperator(c.p, x, y, batch)
-	return func(dst, v []float64) {
-		c.calls.HVP++
-		c.size("HVP", "dst", dst, c.dy, false)
-		c.size("HVP", "v", v, c.dy, false)
-		op(dst, v)
-		c.vector("HVP", c.calls.HVP, dst)
-	}
 }
 
 func (c *counter) MixedXY(dst, x, y, v []float64, batch []int) {
@@ -190,6 +101,36 @@ func (c *counter) MixedYX(dst, x, y, u []float64, batch []int) {
 	c.size("MixedYX", "u", u, c.dx, false)
 	c.p.MixedYX(dst, x, y, u, batch)
 	c.vector("MixedYX", c.calls.MixedYX, dst)
+}
+
+// Capabilities wraps the problem's declared optional oracles: each product
+// of the linearized HVP operator is counted and checked as HVP is, and the
+// dense matrices are checked (the methods count them in Calls.Dense).
+func (c *counter) Capabilities() oracle.Capabilities {
+	in := c.p.Capabilities()
+	out := oracle.Capabilities{CheckBatch: in.CheckBatch}
+	if in.HVPAt != nil {
+		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
+			c.args("HVP", x, y)
+			op := in.HVPAt(x, y, batch)
+			return func(dst, v []float64) { c.hvp(op, dst, v) }
+		}
+	}
+	if in.HessYY != nil {
+		out.HessYY = func(dst *mat.SymDense, x, y []float64, batch []int) {
+			c.args("HessYY", x, y)
+			in.HessYY(dst, x, y, batch)
+			c.vector("HessYY", c.calls.Dense, dst.RawSymmetric().Data)
+		}
+	}
+	if in.HessXY != nil {
+		out.HessXY = func(dst *mat.Dense, x, y []float64, batch []int) {
+			c.args("HessXY", x, y)
+			in.HessXY(dst, x, y, batch)
+			c.vector("HessXY", c.calls.Dense, dst.RawMatrix().Data)
+		}
+	}
+	return out
 }
 
 func (c *counter) args(oracle string, x, y []float64) {
@@ -236,7 +177,9 @@ func firstNonFinite(s []float64) int {
 
 // NonFiniteError reports that a run produced NaN or ±Inf. Solve returns it
 // together with a Result whose State is the last finite state (the state
-// before the failing iteration).
+// before the failing iteration). When the method reported an error of its
+// own for the same iteration (a linear solver's breakdown, say), Solve
+// returns an error that wraps both, so errors.As finds either.
 type NonFiniteError struct {
 	// Iter is the outer iteration k (from 0, as in the paper's
 	// x_k → x_{k+1}) during which it happened; −1 means Method.Init.

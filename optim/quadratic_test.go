@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -258,7 +259,10 @@ func (p *quadratic) MixedYX(dst, x, y, u []float64, batch []int) {
 	floats.Scale(w, dst)
 }
 
-var _ Problem = (*quadratic)(nil)
+// Capabilities declares no optional oracle.
+func (p *quadratic) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
+
+var _ oracle.Problem = (*quadratic)(nil)
 
 // testProblem is the deterministic problem of the convergence tests:
 // dx = 3, dy = 5, eigenvalues of A in [1, 2], μ = 0.5.

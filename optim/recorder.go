@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // Record is one iteration's figures, passed by Solve to a Recorder.
@@ -19,7 +21,7 @@ type Record struct {
 	Time time.Duration
 	// Calls is the cumulative oracle count after the iteration (Init
 	// included); subtract the previous Record's to get one iteration's.
-	Calls Calls
+	Calls oracle.Calls
 	// Upper is f(x_{k+1}, y_{k+1}) on Settings.EvalBatch, NaN at iterations
 	// that are not monitored (see Settings.EvalEvery).
 	Upper float64

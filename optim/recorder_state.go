@@ -9,6 +9,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // Recorders save their position in checkpoints through
@@ -43,7 +45,7 @@ type memoryRecorderWire struct {
 type recordWire struct {
 	Iter          int
 	Time          time.Duration
-	Calls         Calls
+	Calls         oracle.Calls
 	Upper         float64
 	HypergradNorm float64
 	HasMetrics    bool

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
+	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -35,7 +38,10 @@ import (
 // OuterDecay = 0.6; recalled from the paper, not checked against it here);
 // the zero values give constant steps.
 //
-// Oracle calls per iteration: 1 GradG, 1 GradF, 1 HVP, 1 MixedXY.
+// It composes the estimate implicit.Estimate at v^k (no solve), one step
+// of implicit.FixedPoint on v, one inner step on y (unroll.Descend) and the
+// outer optimizer. Oracle calls per iteration: 1 GradG, 1 GradF, 1 HVP,
+// 1 MixedXY.
 type SOBA struct {
 	// Rho is ρ, the step of y and v; 0 means 1/L with L estimated as for
 	// AIDBiO.Alpha.
@@ -43,9 +49,9 @@ type SOBA struct {
 	// InnerDecay and OuterDecay are the exponents of the step decays
 	// described above; 0 means constant steps.
 	InnerDecay, OuterDecay float64
-	// InnerBatch is |B| (lower level), OuterBatch |B'| (upper level); 0
+	// InnerBatch is |B| (lower level), UpperBatch |B'| (upper level); 0
 	// means the whole data set.
-	InnerBatch, OuterBatch int
+	InnerBatch, UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3). SOBA's step is
 	// SGD{LR: γ}.
 	Outer Optimizer
@@ -54,54 +60,38 @@ type SOBA struct {
 var _ Method = SOBA{}
 
 // Init implements Method. It allocates State.V (zeros) if missing.
-func (m SOBA) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m SOBA) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "SOBA", checks: []error{
 		checkStep("SOBA.Rho", m.Rho),
 		checkBaselineDecay("SOBA.InnerDecay", m.InnerDecay),
 		checkBaselineDecay("SOBA.OuterDecay", m.OuterDecay),
 		checkBatch(p, "SOBA.InnerBatch", m.InnerBatch, Lower),
-		checkBatch(p, "SOBA.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "SOBA.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("SOBA", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("SOBA.Outer: %w", err)
-	}
-	if m.Rho == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Rho}, v: true}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m SOBA) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
-	x, y, v := st.X, st.Y, st.V
+func (m SOBA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	k := st.Iter
 	rho := stepOrDefault(m.Rho, st) * baselineDecay(k, m.InnerDecay)
 	b := st.Batch(p, Lower, m.InnerBatch)
-	bo := st.Batch(p, Upper, m.OuterBatch)
-
-	gy := st.Work("soba.gy", dy)
-	p.GradG(nil, gy, x, y, b) // D_y
-	h, fy := st.Work("soba.h", dx), st.Work("soba.fy", dy)
-	p.GradF(h, fy, x, y, bo)
-	dv := st.Work("soba.dv", dy)
-	p.HVP(dv, x, y, v, b)
-	floats.Sub(dv, fy) // D_v
-	w := st.Work("soba.w", dx)
-	p.MixedXY(w, x, y, v, b)
-	floats.Sub(h, w) // D_x
-
-	floats.AddScaled(y, -rho, gy)
-	floats.AddScaled(v, -rho, dv)
+	// D_x at (x^k, y^k, v^k), on B' and B.
+	h, err := estimate(st, st.V, implicit.System{Gradient: upperGradient(p, st, m.UpperBatch), Cross: mixedOn(p, st, b)})
+	if err != nil {
+		return Iteration{}, err
+	}
+	// v ← v − ρ D_v: one step on ∇yy G(B) v = ∇y F(B'), whose right-hand
+	// side the estimate left in its scratch.
+	step := &implicit.FixedPoint{Eta: rho, MaxIter: 1, Tol: -1, MaxGrowth: math.Inf(1)}
+	hvp := func(dst, v []float64) { p.HVP(dst, st.X, st.Y, v, b) }
+	if _, err := step.Solve(st.V, hvp, st.Work("optim.fy", p.DimY())); err != nil {
+		return Iteration{}, err
+	}
+	// y ← y − ρ D_y, on B.
+	if err := unroll.Descend(p, st.X, st.Y, 1, rho, func(int) []int { return b }, st.Work("optim.gy", p.DimY())); err != nil {
+		return Iteration{}, err
+	}
 	norm := floats.Norm(h, 2)
 	if s := baselineDecay(k, m.OuterDecay); s != 1 {
 		floats.Scale(s, h)

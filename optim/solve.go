@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // DefaultMaxIter is the iteration limit when Settings.MaxIter is 0.
@@ -99,7 +101,7 @@ type Result struct {
 	Status Status
 	// Iter, Calls and Runtime are State.Iter, State.Calls and State.Elapsed.
 	Iter    int
-	Calls   Calls
+	Calls   oracle.Calls
 	Runtime time.Duration
 	// Upper is the last monitored upper objective (NaN if none);
 	// HypergradNorm is the last iteration's estimate norm (NaN if none).
@@ -123,7 +125,7 @@ type runContext struct {
 // if set). It validates x0, y0 and s before any oracle call, and m in
 // m.Init. The returned Result is non-nil whenever the run started, also
 // with an error.
-func Solve(p Problem, x0, y0 []float64, s *Settings, m Method) (*Result, error) {
+func Solve(p oracle.Problem, x0, y0 []float64, s *Settings, m Method) (*Result, error) {
 	if p == nil {
 		return nil, errors.New("optim: Solve: nil Problem")
 	}
@@ -169,7 +171,7 @@ func orDefaultMethod(m Method) Method {
 // Settings.Recorder if it implements encoding.BinaryUnmarshaler
 // (MemoryRecorder and CSVRecorder do), so that the records continue those
 // of the checkpointed run.
-func Resume(p Problem, st *State, s *Settings, m Method) (*Result, error) {
+func Resume(p oracle.Problem, st *State, s *Settings, m Method) (*Result, error) {
 	if p == nil || st == nil {
 		return nil, errors.New("optim: Resume: nil Problem or State")
 	}
@@ -204,7 +206,7 @@ func Resume(p Problem, st *State, s *Settings, m Method) (*Result, error) {
 }
 
 // validateState checks a State to resume against the problem.
-func validateState(p Problem, st *State) error {
+func validateState(p oracle.Problem, st *State) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("optim: Resume: State does not fit the problem: "+format, args...)
 	}
@@ -235,7 +237,7 @@ func validateState(p Problem, st *State) error {
 	return nil
 }
 
-func validateSettings(p Problem, s *Settings) error {
+func validateSettings(p oracle.Problem, s *Settings) error {
 	switch {
 	case s.MaxIter < 0:
 		return fmt.Errorf("optim: Settings.MaxIter = %d: set it ≥ 1, or 0 for %d", s.MaxIter, DefaultMaxIter)
@@ -258,8 +260,8 @@ func validateSettings(p Problem, s *Settings) error {
 			return fmt.Errorf("optim: Settings.EvalBatch holds index %d outside [0, NumUpper() = %d)", i, p.NumUpper())
 		}
 	}
-	if b, ok := p.(BatchChecker); ok && s.EvalBatch != nil {
-		if err := b.CheckBatch(true, len(s.EvalBatch)); err != nil {
+	if check := p.Capabilities().CheckBatch; check != nil && s.EvalBatch != nil {
+		if err := check(true, len(s.EvalBatch)); err != nil {
 			return fmt.Errorf("optim: Settings.EvalBatch of %d samples: %w", len(s.EvalBatch), err)
 		}
 	}
@@ -275,144 +277,206 @@ func validateSettings(p Problem, s *Settings) error {
 	return nil
 }
 
+// runner drives one run of a method: Solve and Resume make one and call
+// run.
+type runner struct {
+	p      oracle.Problem
+	st     *State
+	s      *Settings
+	m      Method
+	cp     *counter
+	res    *Result
+	ck     *checkpointer
+	backup *State // the last finite state, before the current iteration
+}
+
 // run drives m from st; records is the number of Records the run's
 // lineage has already passed to a Recorder (for checkpoints).
-func run(p Problem, st *State, s *Settings, m Method, records int) (*Result, error) {
+func run(p oracle.Problem, st *State, s *Settings, m Method, records int) (*Result, error) {
 	st.run = &runContext{projX: s.ProjectX, projY: s.ProjectY, sampling: s.Sampling}
 	defer func() { st.run = nil }()
-	cp := newCounter(p, &st.Calls)
-	res := &Result{HypergradNorm: math.NaN()}
-	finish := func(st *State, status Status) {
-		res.X, res.Y, res.State, res.Status = st.X, st.Y, st, status
-		res.Iter, res.Calls, res.Runtime, res.Upper = st.Iter, st.Calls, st.Elapsed, st.Upper
+	r := &runner{p: p, st: st, s: s, m: m, cp: newCounter(p, &st.Calls), res: &Result{HypergradNorm: math.NaN()},
+		ck: &checkpointer{s: s, method: methodName(m), records: records, saved: -1}}
+	if err := r.init(); err != nil {
+		return r.res, err
 	}
-	ck := &checkpointer{s: s, method: methodName(m), records: records, saved: -1}
-	// failed saves the last finite state after a failure and adds a failed
-	// save to the run's error.
-	failed := func(err error) error {
-		if cerr := ck.save(res.State); cerr != nil {
-			return fmt.Errorf("%w; saving the last finite state also failed: %v", err, cerr)
+	status := NotTerminated
+	for status == NotTerminated {
+		var err error
+		if status, err = r.iterate(); err != nil {
+			return r.res, err
+		}
+	}
+	r.finish(st, status)
+	if r.ck.saved != st.Iter {
+		if err := r.ck.save(st); err != nil {
+			r.res.Status = Failure
+			return r.res, fmt.Errorf("optim: final checkpoint: %w", err)
+		}
+	}
+	if err := r.flush(); err != nil {
+		return r.res, fmt.Errorf("optim: recorder: %w", err)
+	}
+	return r.res, nil
+}
+
+// finish fills the Result from st.
+func (r *runner) finish(st *State, status Status) {
+	res := r.res
+	res.X, res.Y, res.State, res.Status = st.X, st.Y, st, status
+	res.Iter, res.Calls, res.Runtime, res.Upper = st.Iter, st.Calls, st.Elapsed, st.Upper
+}
+
+// flush flushes the Recorder, if it has a Flush() error method.
+func (r *runner) flush() error {
+	if f, ok := r.s.Recorder.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+// fail ends the run on an iteration's err: the Result holds the last
+// finite state, the Recorder is flushed (its error is dropped: err is the
+// one to report) and the state is saved to the checkpoint.
+func (r *runner) fail(err error) error {
+	r.finish(r.backup, Failure)
+	_ = r.flush()
+	return r.save(err)
+}
+
+// save saves the Result's state to the checkpoint after a failure err and
+// adds a failed save to err.
+func (r *runner) save(err error) error {
+	if cerr := r.ck.save(r.res.State); cerr != nil {
+		return fmt.Errorf("%w; saving the last finite state also failed: %v", err, cerr)
+	}
+	return err
+}
+
+// failed returns the error of a step of the method (Init when k < 0) that
+// returned err: a *NonFiniteError naming the first non-finite oracle
+// output or state variable, wrapping err too when the method reported the
+// trouble as well (a breakdown of its linear solve, say); else err, named
+// with the method and the iteration; nil when all went well.
+func (r *runner) failed(k int, err error) error {
+	if nf := nonFiniteError(r.cp, r.st); nf != nil {
+		if err != nil {
+			step := "Init"
+			if k >= 0 {
+				step = "Iterate"
+			}
+			return fmt.Errorf("%w; %T.%s reported: %w", nf, r.m, step, err)
+		}
+		return nf
+	}
+	if err != nil {
+		if k < 0 {
+			return fmt.Errorf("optim: %T: %w", r.m, err)
+		}
+		return fmt.Errorf("optim: %T: iteration %d: %w", r.m, k, err)
+	}
+	return nil
+}
+
+// init runs the method's Init.
+func (r *runner) init() error {
+	st := r.st
+	r.backup = st.Clone()
+	t := time.Now()
+	err := r.m.Init(r.cp, st)
+	st.Elapsed += time.Since(t)
+	if err := r.failed(-1, err); err != nil {
+		r.finish(r.backup, Failure)
+		var nf *NonFiniteError
+		if errors.As(err, &nf) {
+			return r.save(err)
 		}
 		return err
 	}
+	return nil
+}
 
-	backup := st.Clone()
-	t := time.Now()
-	err := m.Init(cp, st)
-	st.Elapsed += time.Since(t)
-	if nf := nonFiniteError(cp, st); nf != nil {
-		finish(backup, Failure)
-		if err != nil {
-			nf = fmt.Errorf("%w; %T.Init reported: %w", nf, m, err)
-		}
-		return res, failed(nf)
-	}
-	if err != nil {
-		finish(backup, Failure)
-		return res, fmt.Errorf("optim: %T: %w", m, err)
-	}
-
+// iterate runs one iteration and its monitoring, recording and
+// checkpoint, and returns the status after it.
+func (r *runner) iterate() (Status, error) {
+	st, s := r.st, r.s
 	maxIter := s.MaxIter
 	if maxIter == 0 {
 		maxIter = DefaultMaxIter
 	}
+	switch {
+	case st.Iter >= maxIter:
+		return IterationLimit, nil
+	case s.MaxTime > 0 && st.Elapsed >= s.MaxTime:
+		return TimeLimit, nil
+	}
+	st.copyInto(r.backup)
+	k := st.Iter
+	r.cp.reset(k)
+	t := time.Now()
+	it, err := r.m.Iterate(r.cp, st)
+	st.Elapsed += time.Since(t)
+	if err := r.failed(k, err); err != nil {
+		return Failure, r.fail(err)
+	}
+	st.Iter++
+	r.res.HypergradNorm = it.HypergradNorm
+	rec := Record{Iter: k, Time: st.Elapsed, Calls: st.Calls, Upper: math.NaN(), HypergradNorm: it.HypergradNorm}
+	status, err := r.monitor(k, &rec)
+	if err != nil {
+		return Failure, r.fail(err)
+	}
+	if s.Recorder != nil {
+		if err := s.Recorder.Record(&rec); err != nil {
+			r.finish(st, Failure)
+			return Failure, fmt.Errorf("optim: recorder at iteration %d: %w", k, err)
+		}
+		r.ck.records++
+	}
+	if s.GradTol > 0 && it.HypergradNorm <= s.GradTol {
+		status = GradientThreshold
+	}
+	if every := s.Checkpoint.Every; every > 0 && st.Iter%every == 0 {
+		if err := r.ck.save(st); err != nil {
+			r.finish(st, Failure)
+			return Failure, fmt.Errorf("optim: checkpoint after iteration %d: %w", k, err)
+		}
+	}
+	return status, nil
+}
+
+// monitor evaluates f (and Metrics) after iteration k when it is monitored,
+// into rec and st.Upper, and reports FunctionConvergence by Settings.FTol.
+func (r *runner) monitor(k int, rec *Record) (Status, error) {
+	st, s := r.st, r.s
 	evalEvery := s.EvalEvery
 	if evalEvery == 0 {
 		evalEvery = 1
 	}
-	flush := func() error {
-		if f, ok := s.Recorder.(interface{ Flush() error }); ok {
-			return f.Flush()
-		}
-		return nil
+	if evalEvery < 0 || k%evalEvery != 0 {
+		return NotTerminated, nil
 	}
-	status := NotTerminated
-	for status == NotTerminated {
-		if st.Iter >= maxIter {
-			status = IterationLimit
-			break
-		}
-		if s.MaxTime > 0 && st.Elapsed >= s.MaxTime {
-			status = TimeLimit
-			break
-		}
-		st.copyInto(backup)
-		k := st.Iter
-		cp.reset(k)
-		t := time.Now()
-		it, err := m.Iterate(cp, st)
-		st.Elapsed += time.Since(t)
-		if nf := nonFiniteError(cp, st); nf != nil {
-			finish(backup, Failure)
-			_ = flush() // the run's error is the one to report
-			if err != nil {
-				// The method saw the trouble too (a breakdown of its linear
-				// solve, say): say what it saw.
-				nf = fmt.Errorf("%w; %T reported: %w", nf, m, err)
-			}
-			return res, failed(nf)
-		}
-		if err != nil {
-			finish(backup, Failure)
-			_ = flush()
-			return res, failed(fmt.Errorf("optim: %T: iteration %d: %w", m, k, err))
-		}
-		st.Iter++
-		res.HypergradNorm = it.HypergradNorm
-
-		rec := Record{Iter: k, Time: st.Elapsed, Calls: st.Calls, Upper: math.NaN(), HypergradNorm: it.HypergradNorm}
-		if evalEvery > 0 && k%evalEvery == 0 {
-			prev := st.Upper
-			st.Upper = p.F(st.X, st.Y, s.EvalBatch)
-			if !isFinite(st.Upper) {
-				// x and y are finite, yet f overflowed there: stop as for
-				// any other non-finite oracle output.
-				finish(backup, Failure)
-				_ = flush()
-				nf := &NonFiniteError{Iter: k, Oracle: "F", Index: -1, Value: st.Upper}
-				return res, failed(fmt.Errorf("%w (the monitoring evaluation of f on Settings.EvalBatch after the iteration, not counted in Calls)", nf))
-			}
-			rec.Upper = st.Upper
-			if s.Metrics != nil {
-				rec.Metrics = s.Metrics(st.X, st.Y)
-			}
-			if s.FTol > 0 && !math.IsNaN(prev) && math.Abs(st.Upper-prev) <= s.FTol*math.Max(1, math.Abs(prev)) {
-				status = FunctionConvergence
-			}
-		}
-		if s.Recorder != nil {
-			if err := s.Recorder.Record(&rec); err != nil {
-				finish(st, Failure)
-				return res, fmt.Errorf("optim: recorder at iteration %d: %w", k, err)
-			}
-			ck.records++
-		}
-		if s.GradTol > 0 && it.HypergradNorm <= s.GradTol {
-			status = GradientThreshold
-		}
-		if every := s.Checkpoint.Every; every > 0 && st.Iter%every == 0 {
-			if err := ck.save(st); err != nil {
-				finish(st, Failure)
-				return res, fmt.Errorf("optim: checkpoint after iteration %d: %w", k, err)
-			}
-		}
+	prev := st.Upper
+	st.Upper = r.p.F(st.X, st.Y, s.EvalBatch)
+	if !isFinite(st.Upper) {
+		// x and y are finite, yet f overflowed there: stop as for any other
+		// non-finite oracle output.
+		nf := &NonFiniteError{Iter: k, Oracle: "F", Index: -1, Value: st.Upper}
+		return Failure, fmt.Errorf("%w (the monitoring evaluation of f on Settings.EvalBatch after the iteration, not counted in Calls)", nf)
 	}
-	finish(st, status)
-	if ck.saved != st.Iter {
-		if err := ck.save(st); err != nil {
-			res.Status = Failure
-			return res, fmt.Errorf("optim: final checkpoint: %w", err)
-		}
+	rec.Upper = st.Upper
+	if s.Metrics != nil {
+		rec.Metrics = s.Metrics(st.X, st.Y)
 	}
-	if err := flush(); err != nil {
-		return res, fmt.Errorf("optim: recorder: %w", err)
+	if s.FTol > 0 && !math.IsNaN(prev) && math.Abs(st.Upper-prev) <= s.FTol*math.Max(1, math.Abs(prev)) {
+		return FunctionConvergence, nil
 	}
-	return res, nil
+	return NotTerminated, nil
 }
 
 // nonFiniteError returns the error for a non-finite oracle output or state,
 // or nil.
-func nonFiniteError(cp *counter, st *State) error {
+func nonFiniteError(cp *counter, st *State) *NonFiniteError {
 	name, i, v := st.nonFinite()
 	if cp.bad == nil && name == "" {
 		return nil

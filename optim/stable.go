@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -58,9 +59,10 @@ const (
 // h^{−1}(φ^0) are chosen: at k = 0 the estimates are the projected batch
 // matrices at (x^0, y^0), H^0 = P(h^0(φ^0)), as if the correction were zero.
 //
-// The matrices are explicit, formed through DenseProblem when the Problem
-// implements it and otherwise from HVP and mixed products (see
-// DenseProblem). Oracle calls per iteration: 1 GradG and 1 GradF (the
+// The matrices are explicit, formed by the problem's HessYY and HessXY
+// where it declares them (oracle.Capabilities) and otherwise from HVP and
+// mixed products. P̲ and the inverse are implicit.Spectral, and d^k is
+// implicit.Estimate with the dense estimates as its parts. Oracle calls per iteration: 1 GradG and 1 GradF (the
 // paper's "two samples"), and dense matrices: 2 at k = 0 (h_xy^0, h_yy^0)
 // and 4 afterwards (both at two iterates), counted in Calls.Dense; when
 // assembled they cost DimY HVPs for each ∇yy g and min(DimX, DimY) mixed
@@ -107,31 +109,29 @@ type STABLE struct {
 var _ Method = STABLE{}
 
 // Init implements Method. It allocates State.V and the estimates.
-func (m STABLE) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m STABLE) Init(p oracle.Problem, st *State) error {
+	err := methodInit{name: "STABLE", checks: []error{
 		stableCheck("STABLE", m.Alpha, m.Beta, m.Schedule, m.K0, m.LowerBatch, m.UpperBatch, p, st),
 		checkDenseParam("STABLE.Tau", m.Tau, "min(β, 1)"),
 		checkDenseParam("STABLE.Mu", m.Mu, "L/1000"),
 		checkDenseParam("STABLE.CXY", m.CXY, "no projection"),
-	)
+		checkAtMost("STABLE.Tau", m.Tau, 1, "set the recursion weight τ in (0, 1], or 0 for min(β, 1)"),
+	}, steps: []float64{m.Beta, m.Mu}, v: true}.run(p, st)
 	if err != nil {
 		return err
-	}
-	if m.Tau > 1 {
-		return fmt.Errorf("STABLE.Tau = %v: set the recursion weight τ in (0, 1], or 0 for min(β, 1)", m.Tau)
-	}
-	if m.Beta == 0 || m.Mu == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
 	}
 	nx, ny := p.DimX(), p.DimY()
 	st.Vec("stable.hxy", nx*ny)
 	st.Vec("stable.hyy", ny*ny)
 	st.Vec("stable.xprev", nx)
 	st.Vec("stable.yprev", ny)
-	if st.V == nil {
-		st.V = make([]float64, ny)
+	return nil
+}
+
+// checkAtMost validates v ≤ bound.
+func checkAtMost(name string, v, bound float64, advice string) error {
+	if v > bound {
+		return fmt.Errorf("%s = %v: %s", name, v, advice)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func (m STABLE) Steps(k int, st *State) (alpha, beta, tau float64) {
 }
 
 // Iterate implements Method.
-func (m STABLE) Iterate(p Problem, st *State) (Iteration, error) {
+func (m STABLE) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	k, nx, ny := st.Iter, p.DimX(), p.DimY()
 	x, y := st.X, st.Y
 	alpha, beta, tau := m.Steps(k, st)
@@ -161,37 +161,25 @@ func (m STABLE) Iterate(p Problem, st *State) (Iteration, error) {
 
 	// eq. 9a, then 9b: the same batch φ^k at (x^{k−1}, y^{k−1}) and (x^k, y^k).
 	hxy, hyy := st.Vec("stable.hxy", nx*ny), st.Vec("stable.hyy", ny*ny)
-	cur := st.Work("stable.cur", nx*ny)
-	if k > 0 {
-		prev := st.Work("stable.prev", nx*ny)
-		hessXYInto(p, st, prev, xp, yp, phi)
-		hessXYInto(p, st, cur, x, y, phi)
-		stormUpdate(hxy, prev, cur, tau)
-	} else {
-		hessXYInto(p, st, hxy, x, y, phi)
-	}
+	stormDense(p, st, hessXYInto, hxy, "stable.xy", nx*ny, tau, phi)
 	denseClipNorm(hxy, denseRadius(m.CXY))
-	cur = st.Work("stable.curyy", ny*ny)
-	if k > 0 {
-		prev := st.Work("stable.prevyy", ny*ny)
-		hessYYInto(p, st, prev, xp, yp, phi)
-		hessYYInto(p, st, cur, x, y, phi)
-		stormUpdate(hyy, prev, cur, tau)
-	} else {
-		hessYYInto(p, st, hyy, x, y, phi)
-	}
-	var hinv denseSymClip
-	if err := hinv.project(hyy, hyy, ny, mu, math.Inf(1)); err != nil {
+	stormDense(p, st, hessYYInto, hyy, "stable.yy", ny*ny, tau, phi)
+	hinv := implicit.Spectral{Lo: mu}
+	if err := hinv.Factorize(hyy, hyy, ny); err != nil {
 		return Iteration{}, err
 	}
 
-	fx, fy, gy := st.Work("stable.fx", nx), st.Work("stable.fy", ny), st.Work("stable.gy", ny)
-	p.GradF(fx, fy, x, y, st.Batch(p, Upper, m.UpperBatch))
+	// d^k = ∇x f − H_xy^k (H_yy^k)⁻¹ ∇y f, with (H_yy^k)⁻¹ ∇y f kept in V.
+	d, err := estimate(st, st.V, implicit.System{
+		Gradient: upperGradient(p, st, m.UpperBatch),
+		Solve:    spectralSolve(&hinv),
+		Cross:    func(dst, v []float64) { denseMulVec(dst, hxy, nx, ny, v) },
+	})
+	if err != nil {
+		return Iteration{}, err
+	}
+	gy := st.Work("stable.gy", ny)
 	p.GradG(nil, gy, x, y, phi)
-	hinv.solve(st.V, fy)
-	d := st.Work("stable.d", nx)
-	denseMulVec(d, hxy, nx, ny, st.V)
-	floats.SubTo(d, fx, d)
 	norm := floats.Norm(d, 2)
 
 	copy(xp, x)
@@ -200,11 +188,35 @@ func (m STABLE) Iterate(p Problem, st *State) (Iteration, error) {
 	dx, w := st.Work("stable.dx", nx), st.Work("stable.w", ny)
 	floats.SubTo(dx, x, xp)
 	denseMulTVec(w, hxy, nx, ny, dx)
-	hinv.solve(w, w)
+	hinv.Solve(w, w)
 	for i := range y { // eq. 8b, with its h_a^k read as h_g^k = ∇y g(x^k, y^k; φ^k) (eq. 6)
 		y[i] = y[i] - beta*gy[i] - w[i]
 	}
 	return Iteration{HypergradNorm: norm}, nil
+}
+
+// stormDense updates the estimate est of a dense second derivative (form:
+// hessXYInto or hessYYInto) by the recursion of eq. 9 on the batch phi, at
+// the previous iterate of State.Vecs "stable.xprev", "stable.yprev" and the
+// current one; at k = 0 it is the batch matrix at (x^0, y^0).
+func stormDense(p oracle.Problem, st *State, form func(oracle.Problem, *State, []float64, []float64, []float64, []int), est []float64, name string, n int, tau float64, phi []int) {
+	if st.Iter == 0 {
+		form(p, st, est, st.X, st.Y, phi)
+		return
+	}
+	prev, cur := st.Work(name+".prev", n), st.Work(name+".cur", n)
+	form(p, st, prev, st.Vec("stable.xprev", len(st.X)), st.Vec("stable.yprev", len(st.Y)), phi)
+	form(p, st, cur, st.X, st.Y, phi)
+	stormUpdate(est, prev, cur, tau)
+}
+
+// spectralSolve is the Solve part of a System whose linear system is a
+// factorized dense estimate.
+func spectralSolve(s *implicit.Spectral) func(v, b []float64) (implicit.Stats, error) {
+	return func(v, b []float64) (implicit.Stats, error) {
+		s.Solve(v, b)
+		return implicit.Stats{Converged: true}, nil
+	}
 }
 
 // stormUpdate applies the recursion of paper 000, eq. 9 (and paper 001,
@@ -237,7 +249,7 @@ func stableSteps(alpha, beta float64, sched STABLESchedule, k0 float64, k int, s
 }
 
 // stableCheck validates the settings STABLE and STABLEMatrixFree share.
-func stableCheck(name string, alpha, beta float64, sched STABLESchedule, k0 float64, lower, upper int, p Problem, st *State) error {
+func stableCheck(name string, alpha, beta float64, sched STABLESchedule, k0 float64, lower, upper int, p oracle.Problem, st *State) error {
 	err := firstErr(
 		checkStep(name+".Alpha", alpha),
 		checkStep(name+".Beta", beta),
@@ -278,7 +290,7 @@ func stableCheck(name string, alpha, beta float64, sched STABLESchedule, k0 floa
 //     one MixedYX.
 //
 // So it is STABLE with Tau = 1, Mu below the spectrum, CXY = 0 and exact
-// solves replaced by N CG steps; with full batches and N ≥ DimY it follows
+// solves replaced by N CG steps (d^k is implicit.Estimate with implicit.CG); with full batches and N ≥ DimY it follows
 // STABLE{Tau: 1} up to the CG rounding error. Oracle calls per iteration:
 // 1 GradG, 1 GradF, 1 MixedXY, 1 MixedYX and 2N HVPs at k = 0, 2N+2
 // afterwards (each warm start costs an initial residual; a zero warm start
@@ -298,50 +310,39 @@ type STABLEMatrixFree struct {
 var _ Method = STABLEMatrixFree{}
 
 // Init implements Method. It allocates State.V and z.
-func (m STABLEMatrixFree) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m STABLEMatrixFree) Init(p oracle.Problem, st *State) error {
+	err := methodInit{name: "STABLEMatrixFree", checks: []error{
 		stableCheck("STABLEMatrixFree", m.Alpha, m.Beta, m.Schedule, m.K0, m.LowerBatch, m.UpperBatch, p, st),
 		checkCount("STABLEMatrixFree.N", m.N),
-	)
+	}, steps: []float64{m.Beta}, v: true}.run(p, st)
 	if err != nil {
 		return err
 	}
-	if m.Beta == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
 	st.Vec("stablemf.z", p.DimY())
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
 	return nil
 }
 
 // Iterate implements Method.
-func (m STABLEMatrixFree) Iterate(p Problem, st *State) (Iteration, error) {
+func (m STABLEMatrixFree) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	nx, ny := p.DimX(), p.DimY()
 	alpha, beta, _ := stableSteps(m.Alpha, m.Beta, m.Schedule, m.K0, st.Iter, st)
-	n := m.N
-	if n == 0 {
-		n = 10
-	}
+	n := count(m.N, 10)
 	// (x^k, y^k), kept: st.X and st.Y are overwritten by the updates.
 	xk, yk := st.Work("stablemf.x", nx), st.Work("stablemf.y", ny)
 	copy(xk, st.X)
 	copy(yk, st.Y)
 	phi := st.Batch(p, Lower, m.LowerBatch)
-	fx, fy, gy := st.Work("stablemf.fx", nx), st.Work("stablemf.fy", ny), st.Work("stablemf.gy", ny)
-	p.GradF(fx, fy, xk, yk, st.Batch(p, Upper, m.UpperBatch))
-	p.GradG(nil, gy, xk, yk, phi)
 	hyy := implicit.HVPOperator(p, xk, yk, phi)
-	if _, err := conjugateGradient(hyy, st.V, fy, n, 0); err != nil {
-		poisonOnBreakdown(st.V, err)
+	d, err := estimate(st, st.V, implicit.System{
+		Gradient: upperGradient(p, st, m.UpperBatch),
+		Solve:    cgOn(hyy, n, 0),
+		Cross:    func(dst, v []float64) { p.MixedXY(dst, xk, yk, v, phi) },
+	})
+	if err != nil {
 		return Iteration{}, err
 	}
-	d := st.Work("stablemf.d", nx)
-	p.MixedXY(d, xk, yk, st.V, phi)
-	floats.SubTo(d, fx, d)
+	gy := st.Work("stablemf.gy", ny)
+	p.GradG(nil, gy, xk, yk, phi)
 	norm := floats.Norm(d, 2)
 
 	stableMoveX(st, alpha, d)
@@ -349,8 +350,7 @@ func (m STABLEMatrixFree) Iterate(p Problem, st *State) (Iteration, error) {
 	floats.SubTo(dx, st.X, xk)
 	p.MixedYX(q, xk, yk, dx, phi) // (H_xy^k)ᵀ (x^{k+1} − x^k)
 	z := st.Vec("stablemf.z", ny)
-	if _, err := conjugateGradient(hyy, z, q, n, 0); err != nil {
-		poisonOnBreakdown(z, err)
+	if _, err := cgOn(hyy, n, 0)(z, q); err != nil {
 		return Iteration{}, err
 	}
 	for i := range st.Y { // eq. 8b

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -13,7 +14,7 @@ import (
 // (measured: 75 for every variant below, the rate of exact gradient
 // descent on Φ, since y is kept on y*(x) by the correction of eq. 8b), also
 // with the decaying schedule of Theorem 3 (K0 = 1000; measured 78) and
-// through DenseProblem. STABLEMatrixFree with 2 CG steps does the same
+// through HessYY and HessXY. STABLEMatrixFree with 2 CG steps does the same
 // (measured 75).
 func TestSTABLEDeterministic(t *testing.T) {
 	p := testProblem(t)
@@ -22,13 +23,13 @@ func TestSTABLEDeterministic(t *testing.T) {
 	const budget, tol = 100, 1e-6
 	for _, c := range []struct {
 		name string
-		p    Problem
+		p    oracle.Problem
 		m    Method
 	}{
 		{"STABLE", p, STABLE{Alpha: alpha, Beta: 0.5}},
 		{"STABLE default β τ μ", p, STABLE{Alpha: alpha}},
 		{"STABLE decaying", p, STABLE{Alpha: alpha, Beta: 0.5, Schedule: STABLEDecaying, K0: 1000}},
-		{"STABLE DenseProblem", denseQuadratic{p}, STABLE{Alpha: alpha, Beta: 0.5}},
+		{"STABLE dense oracles", denseQuadratic{p}, STABLE{Alpha: alpha, Beta: 0.5}},
 		{"STABLEMatrixFree N=2", p, STABLEMatrixFree{Alpha: alpha, Beta: 0.5, N: 2}},
 	} {
 		rec := &MemoryRecorder{}

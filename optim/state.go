@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // State is everything a run carries from one outer iteration to the next.
@@ -42,7 +44,7 @@ type State struct {
 	LowerEpoch, UpperEpoch Epoch
 
 	// Calls counts every oracle call made by the run so far.
-	Calls Calls
+	Calls oracle.Calls
 	// Elapsed is the wall time spent in Init and Iterate so far, monitoring
 	// and recording excluded.
 	Elapsed time.Duration
@@ -186,7 +188,7 @@ const (
 // Solve and Resume). Size 0 returns nil, the whole data set, and draws
 // nothing. Methods validate sizes in Init; Batch panics if size is negative
 // or larger than the data set. The returned slice is new and may be kept.
-func (st *State) Batch(p Problem, set DataSet, size int) []int {
+func (st *State) Batch(p oracle.Samples, set DataSet, size int) []int {
 	if size == 0 {
 		return nil
 	}
@@ -231,7 +233,7 @@ type stateWire struct {
 	Vecs                   []namedVec
 	Scalars                []namedScalar
 	LowerEpoch, UpperEpoch Epoch
-	Calls                  Calls
+	Calls                  oracle.Calls
 	Elapsed                time.Duration
 	Upper                  float64
 	PCG                    []byte

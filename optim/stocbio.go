@@ -1,9 +1,8 @@
 package optim
 
 import (
-	"fmt"
-
-	"gonum.org/v1/gonum/floats"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // StocBiO is stocBiO, the stochastic bilevel optimizer of paper 003 (Ji,
@@ -23,11 +22,12 @@ import (
 // The series converges to (∇yy G)⁻¹ v_0 when 0 < η < 2/L; its truncation
 // bias is (I − η∇yy G)^{Q+1} times the solution. Paper 003's analysis
 // suggests |B_{Q−j}| decaying in j; here all B_i have HessianBatch samples.
-// The series is implicit.Neumann with one operator per term (Neumann.Term);
-// the iteration fails with an *implicit.DivergenceError if a term grows
-// beyond 10 times ‖v_0‖ (η too large for the batch Hessians), and on a NaN
-// or ±Inf v is set to NaN so that Solve reports the oracle and restores the
-// state before the iteration.
+// It composes the inner loop (unroll.Descend), the estimate
+// implicit.Estimate with implicit.Neumann on a per-step source that draws
+// B_i for each term, and the outer optimizer. The iteration fails with an
+// *implicit.DivergenceError if a term grows beyond 10 times ‖v_0‖ (η too
+// large for the batch Hessians), and with the solver's
+// *implicit.BreakdownError on a NaN or ±Inf, whose oracle Solve names.
 type StocBiO struct {
 	// Alpha is the inner SGD step size α; 0 means 1/L with L estimated as
 	// for AIDBiO.Alpha (on the whole lower data set, once per run).
@@ -39,9 +39,9 @@ type StocBiO struct {
 	// Q is the number of Neumann terms (HVPs); 0 means 10.
 	Q int
 	// InnerBatch is |S_t|, HessianBatch |B_i| and MixedBatch |D_G|, all
-	// lower-level; OuterBatch is |D_F|, upper-level. 0 means the whole data
+	// lower-level; UpperBatch is |D_F|, upper-level. 0 means the whole data
 	// set (which makes that part deterministic).
-	InnerBatch, HessianBatch, MixedBatch, OuterBatch int
+	InnerBatch, HessianBatch, MixedBatch, UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3).
 	Outer Optimizer
 }
@@ -49,8 +49,8 @@ type StocBiO struct {
 var _ Method = StocBiO{}
 
 // Init implements Method. It allocates State.V if missing.
-func (m StocBiO) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m StocBiO) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "StocBiO", checks: []error{
 		checkStep("StocBiO.Alpha", m.Alpha),
 		checkStep("StocBiO.Eta", m.Eta),
 		checkCount("StocBiO.D", m.D),
@@ -58,55 +58,17 @@ func (m StocBiO) Init(p Problem, st *State) error {
 		checkBatch(p, "StocBiO.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "StocBiO.HessianBatch", m.HessianBatch, Lower),
 		checkBatch(p, "StocBiO.MixedBatch", m.MixedBatch, Lower),
-		checkBatch(p, "StocBiO.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "StocBiO.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("StocBiO", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("StocBiO.Outer: %w", err)
-	}
-	if m.Alpha == 0 || m.Eta == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Alpha, m.Eta}, v: true}.run(p, st)
 }
 
 // Iterate implements Method.
-func (m StocBiO) Iterate(p Problem, st *State) (Iteration, error) {
-	dx, dy := p.DimX(), p.DimY()
-	x, y := st.X, st.Y
-	alpha, eta := stepOrDefault(m.Alpha, st), stepOrDefault(m.Eta, st)
-	d, q := m.D, m.Q
-	if d == 0 {
-		d = 10
-	}
-	if q == 0 {
-		q = 10
-	}
-	gy := st.Work("stocbio.gy", dy)
-	for range d {
-		p.GradG(nil, gy, x, y, st.Batch(p, Lower, m.InnerBatch))
-		floats.AddScaled(y, -alpha, gy)
-	}
-
-	h, v0 := st.Work("stocbio.h", dx), st.Work("stocbio.v0", dy)
-	p.GradF(h, v0, x, y, st.Batch(p, Upper, m.OuterBatch))
-	hvp := func(dst, v []float64, _ int) { p.HVP(dst, x, y, v, st.Batch(p, Lower, m.HessianBatch)) }
-	if err := neumann(st.V, v0, eta, q, hvp); err != nil {
-		poisonOnBreakdown(st.V, err)
-		return Iteration{}, err
-	}
-	w := st.Work("stocbio.w", dx)
-	p.MixedXY(w, x, y, st.V, st.Batch(p, Lower, m.MixedBatch))
-	floats.Sub(h, w) // eq. 6
-	norm := floats.Norm(h, 2)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+func (m StocBiO) Iterate(p oracle.Problem, st *State) (Iteration, error) {
+	neumann := &implicit.Neumann{Eta: stepOrDefault(m.Eta, st), Terms: count(m.Q, 10), LanczosSteps: -1}
+	// Algorithm 3 starts from v = 0 (cold): a nonzero v would be a warm start.
+	return aidStep{steps: count(m.D, 10), alpha: stepOrDefault(m.Alpha, st), innerBatch: m.InnerBatch, upperBatch: m.UpperBatch,
+		solve: solveWith(neumann, hessianSteps(p, st, m.HessianBatch)), cross: mixedFresh(p, st, m.MixedBatch),
+		cold: true, scale: 1, outer: m.Outer,
+	}.iterate(p, st)
 }

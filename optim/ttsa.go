@@ -1,10 +1,9 @@
 package optim
 
 import (
-	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/floats"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // TTSA is the two-timescale stochastic approximation method of Hong, Wai,
@@ -48,9 +47,9 @@ type TTSA struct {
 	// iterations, as described above; 0 selects the decaying steps.
 	Horizon int
 	// InnerBatch is |S|, HessianBatch |B_n| and MixedBatch |D_G|, all
-	// lower-level; OuterBatch is |D_F|, upper-level. 0 means the whole data
+	// lower-level; UpperBatch is |D_F|, upper-level. 0 means the whole data
 	// set. Hong et al. use single samples (batch sizes 1).
-	InnerBatch, HessianBatch, MixedBatch, OuterBatch int
+	InnerBatch, HessianBatch, MixedBatch, UpperBatch int
 	// Outer updates x; nil means Adam{} (LR 1e-3). TTSA's step is
 	// SGD{LR: α} (projected onto Settings.ProjectX).
 	Outer Optimizer
@@ -66,8 +65,8 @@ const (
 )
 
 // Init implements Method. It allocates State.V if missing.
-func (m TTSA) Init(p Problem, st *State) error {
-	err := firstErr(
+func (m TTSA) Init(p oracle.Problem, st *State) error {
+	return methodInit{name: "TTSA", checks: []error{
 		checkStep("TTSA.Beta", m.Beta),
 		checkStep("TTSA.Eta", m.Eta),
 		checkCount("TTSA.N", m.N),
@@ -75,24 +74,9 @@ func (m TTSA) Init(p Problem, st *State) error {
 		checkBatch(p, "TTSA.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "TTSA.HessianBatch", m.HessianBatch, Lower),
 		checkBatch(p, "TTSA.MixedBatch", m.MixedBatch, Lower),
-		checkBatch(p, "TTSA.OuterBatch", m.OuterBatch, Upper),
+		checkBatch(p, "TTSA.UpperBatch", m.UpperBatch, Upper),
 		noProjectY("TTSA", st),
-	)
-	if err != nil {
-		return err
-	}
-	if err := orDefault(m.Outer).Validate(); err != nil {
-		return fmt.Errorf("TTSA.Outer: %w", err)
-	}
-	if m.Beta == 0 || m.Eta == 0 {
-		if _, err := curvature(p, st); err != nil {
-			return err
-		}
-	}
-	if st.V == nil {
-		st.V = make([]float64, p.DimY())
-	}
-	return nil
+	}, outer: m.Outer, hasOuter: true, steps: []float64{m.Beta, m.Eta}, v: true}.run(p, st)
 }
 
 // steps returns the inner step β_k and the outer scale s_k of iteration k.
@@ -105,16 +89,10 @@ func (m TTSA) steps(k int, st *State) (beta, scale float64) {
 }
 
 // Iterate implements Method.
-func (m TTSA) Iterate(p Problem, st *State) (Iteration, error) {
-	x, y := st.X, st.Y
+func (m TTSA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	beta, scale := m.steps(st.Iter, st)
-	gy := st.Work("ttsa.gy", p.DimY())
-	p.GradG(nil, gy, x, y, st.Batch(p, Lower, m.InnerBatch))
-	floats.AddScaled(y, -beta, gy)
-	h := bsaHypergrad(p, st, stepOrDefault(m.Eta, st), bsaNeumannTerms(m.N),
-		m.HessianBatch, m.MixedBatch, m.OuterBatch)
-	norm := floats.Norm(h, 2)
-	floats.Scale(scale, h)
-	st.StepX(orDefault(m.Outer), h)
-	return Iteration{HypergradNorm: norm}, nil
+	a := bsaStep(p, st, stepOrDefault(m.Eta, st), count(m.N, 10), m.HessianBatch, m.MixedBatch)
+	a.steps, a.alpha, a.innerBatch, a.upperBatch = 1, beta, m.InnerBatch, m.UpperBatch
+	a.scale, a.outer = scale, m.Outer
+	return a.iterate(p, st)
 }

@@ -25,12 +25,12 @@ func BenchmarkReverseSweep(b *testing.B) {
 		b.Fatal(err)
 	}
 	dst := make([]float64, n)
-	if _, err := u.Backward(dst, p, nil); err != nil { // grow the scratch once
+	if _, err := u.Backward(dst, nil, p, nil); err != nil { // grow the scratch once
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := u.Backward(dst, p, nil); err != nil {
+		if _, err := u.Backward(dst, nil, p, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -25,8 +25,10 @@
 //
 //	d f(x, y_T)/dx = ∇x f(x, y_T) − α·Σ_{t=0}^{T−1} ∇x∇y g(x, y_t)·a_{t+1}.
 //
-// y_0 does not depend on x, so a_0 is never formed: the sweep costs T mixed
-// products and T−1 HVPs. With β = 0 the recursion is a_t = (I − α∇yy g)a_{t+1}
+// y_0 does not depend on x, so a_0 is formed only on request (Backward's
+// dy0: the gradient with respect to the initial iterate, which ANIL learns,
+// at one more HVP; with y_{−1} = y_0 it is a_0 = (I − α∇yy g)·a_1 − β·a_2):
+// the sweep costs T mixed products and T−1 HVPs. With β = 0 the recursion is a_t = (I − α∇yy g)a_{t+1}
 // and the sum is Proposition 2 of Ji, Yang and Liang (ICML 2021),
 // ∇x f − α·Σ_t ∇x∇y g(y_t)·Π_{j=t+1}^{T−1}(I − α∇yy g(y_j))·∇y f(y_T).
 //
@@ -35,4 +37,9 @@
 // needs only the last K+1 iterates, which is all the Unroller stores. For
 // strongly convex g with α ≤ 1/L the ITD error with respect to ∇Φ decays
 // like (1 − αμ)^T, μ the strong convexity constant of g.
+//
+// Descend is the same inner loop without storage, in place: the inner loop
+// of the AID methods (packages optim and meta), which need only y_T. The
+// oracles are package oracle's interfaces (LowerGradient for the forward
+// pass, Unrolled for the sweep).
 package unroll

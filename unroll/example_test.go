@@ -60,7 +60,7 @@ func ExampleUnroller_Hypergradient() {
 			return
 		}
 		fmt.Printf("GD T=%-2d ∇Φ ≈ [%.6f %.6f]  f = %.6f  HVPs %d, mixed %d, %d bytes\n",
-			T, grad[0], grad[1], res.F, res.HVPCalls, res.MixedCalls, res.StorageBytes)
+			T, grad[0], grad[1], p.F(x, u.Final(), nil), res.Calls.HVP, res.Calls.MixedXY, res.StorageBytes)
 	}
 	hb := unroll.Unroller{Steps: 60, Alpha: 0.4, Momentum: 0.3, Truncate: 30}
 	if _, err := hb.Hypergradient(grad, p, x, y0, nil); err != nil {

@@ -4,29 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/gobilevel/bilevel/oracle"
 )
-
-// Lower is the lower-level gradient oracle the forward pass needs:
-// GradG writes ∇x g(x, y) to dx and ∇y g(x, y) to dy on the lower-level
-// samples batch (nil: all); dx or dy may be nil to skip that part.
-type Lower interface {
-	GradG(dx, dy, x, y []float64, batch []int)
-}
-
-// Problem is the oracle set of the reverse sweep. Methods write to their
-// first argument; batch selects samples (upper-level ones for F and GradF,
-// lower-level ones for the others) and nil means the full data set.
-type Problem interface {
-	Lower
-	// F returns f(x, y).
-	F(x, y []float64, batch []int) float64
-	// GradF writes ∇x f(x, y) to dx and ∇y f(x, y) to dy.
-	GradF(dx, dy, x, y []float64, batch []int)
-	// HVP writes ∇yy g(x, y)·v to dst (length d_y).
-	HVP(dst, x, y, v []float64, batch []int)
-	// MixedXY writes ∇x∇y g(x, y)·v = ∇x⟨∇y g(x, y), v⟩ to dst (length d_x).
-	MixedXY(dst, x, y, v []float64, batch []int)
-}
 
 // Unroller runs T steps of an inner optimizer on g(x, ·) from y_0, stores
 // the iterates, and differentiates f(x, y_T(x)) with respect to x by a
@@ -69,14 +49,13 @@ type Unroller struct {
 
 // Result reports an unrolled hypergradient.
 type Result struct {
-	// F is f(x, y_T).
-	F float64
 	// Steps is the number of inner steps T, and Backprop the number of them
 	// the reverse sweep differentiated through.
 	Steps, Backprop int
-	// Oracle calls: Steps ∇g in the forward pass, then in the reverse sweep
-	// one F, one ∇f, Backprop−1 HVPs and Backprop mixed products.
-	GradGCalls, FCalls, GradFCalls, HVPCalls, MixedCalls int
+	// Calls counts the oracle calls: Steps GradG in the forward pass, then
+	// in the reverse sweep one GradF, Backprop−1 HVPs (Backprop when the
+	// sweep returns the first adjoint) and Backprop mixed products.
+	Calls oracle.Calls
 	// StorageBytes is the memory held for iterates: (Backprop+1)·d_y·8.
 	StorageBytes int
 }
@@ -141,7 +120,7 @@ func resize(buf []float64, n int) []float64 {
 // and stores the last K'+1 iterates (K' = Truncate, or Steps when zero).
 // Storage is reused across calls with the same sizes. It returns a
 // *NonFiniteError naming the first non-finite iterate.
-func (u *Unroller) Forward(p Lower, x, y0 []float64) error {
+func (u *Unroller) Forward(p oracle.LowerGradient, x, y0 []float64) error {
 	if err := u.validate(); err != nil {
 		return err
 	}
@@ -156,9 +135,7 @@ func (u *Unroller) Forward(p Lower, x, y0 []float64) error {
 	} else {
 		u.batches = make([][]int, k)
 	}
-	alpha, beta := u.Alpha, u.Momentum
-	u.alpha, u.beta = alpha, beta
-	g := u.hv
+	u.alpha, u.beta = u.Alpha, u.Momentum
 	copy(u.slot(0), y0)
 	for t := 0; t < u.Steps; t++ {
 		var batch []int
@@ -168,26 +145,66 @@ func (u *Unroller) Forward(p Lower, x, y0 []float64) error {
 		if k > 0 {
 			u.batches[t%k] = batch
 		}
-		yt := u.slot(t)
-		prev := yt // y_{−1} = y_0
+		prev := u.slot(t) // y_{−1} = y_0
 		if t > 0 {
 			prev = u.slot(t - 1)
 		}
-		p.GradG(nil, g, u.x, yt, batch)
 		// next may share memory with prev when only two slots are kept;
-		// each element of prev is read before the same element is written.
-		next := u.slot(t + 1)
-		var sum float64
-		for i := range next {
-			yi := yt[i]
-			next[i] = yi - alpha*g[i] + beta*(yi-prev[i])
-			sum += next[i]
-		}
-		if math.IsNaN(sum) || math.IsInf(sum, 0) {
-			return &NonFiniteError{Phase: "forward", Step: t + 1}
+		// step reads each element of prev before it writes that of next.
+		if err := step(p, u.x, u.slot(t), prev, u.slot(t+1), u.hv, u.alpha, u.beta, batch, t); err != nil {
+			return err
 		}
 	}
 	u.done = u.Steps
+	return nil
+}
+
+// step writes y_{t+1} = y_t − α·∇y g(x, y_t; batch) + β·(y_t − y_{t−1}) to
+// next (which may be yt or prev), with g scratch for ∇y g, and checks that
+// it is finite. With β = 0 it computes y_t − α·∇y g exactly, with no
+// momentum term.
+func step(p oracle.LowerGradient, x, yt, prev, next, g []float64, alpha, beta float64, batch []int, t int) error {
+	p.GradG(nil, g, x, yt, batch)
+	var sum float64
+	if beta == 0 {
+		for i, yi := range yt {
+			next[i] = yi - alpha*g[i]
+			sum += next[i]
+		}
+	} else {
+		for i, yi := range yt {
+			next[i] = yi - alpha*g[i] + beta*(yi-prev[i])
+			sum += next[i]
+		}
+	}
+	if math.IsNaN(sum) || math.IsInf(sum, 0) {
+		return &NonFiniteError{Phase: "forward", Step: t + 1}
+	}
+	return nil
+}
+
+// Descend runs steps steps of gradient descent on g(x, ·) in place,
+//
+//	y ← y − α·∇y g(x, y; batch(t)),   t = 0, …, steps−1,
+//
+// without storing the iterates: the inner loop of the AID methods and of a
+// head fit at evaluation, the forward pass of Forward without momentum.
+// batch may be nil (the full data set at every step); g is scratch of
+// length d_y (nil: allocated). It returns a *NonFiniteError naming the
+// first non-finite iterate, with y left at it.
+func Descend(p oracle.LowerGradient, x, y []float64, steps int, alpha float64, batch func(t int) []int, g []float64) error {
+	if g == nil {
+		g = make([]float64, len(y))
+	}
+	for t := range steps {
+		var b []int
+		if batch != nil {
+			b = batch(t)
+		}
+		if err := step(p, x, y, y, y, g, alpha, 0, b, t); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -202,23 +219,30 @@ func (u *Unroller) Final() []float64 {
 }
 
 // Backward writes to dst (length d_x) the derivative d f(x, y_T(x))/dx of
-// the map unrolled by the last Forward, truncated to its last K' steps, and
-// returns f(x, y_T) in the Result. fBatch selects the upper-level samples.
-// p must be the problem of the Forward call. Backward allocates nothing
-// once its scratch has grown, and may be called again (for another fBatch)
-// without a new Forward.
+// the map unrolled by the last Forward, truncated to its last K' steps, on
+// the upper-level samples upperBatch; when dy0 is not nil it also writes
+// to it the first adjoint of the sweep, a_{T−K'} = d f(x, y_T)/d y_{T−K'}
+// (with K' = T the gradient with respect to y_0, ANIL's gradient for the
+// head initialization, where a_0 = (I − α∇yy g)·a_1 − β·a_2 because
+// y_{−1} = y_0), at the cost of one more HVP. p must be the problem
+// of the Forward call. Backward allocates nothing once its scratch has
+// grown, and may be called again (for another batch) without a new
+// Forward.
 //
 // The sweep follows the adjoint recursion documented in the package comment:
 // a_T = ∇y f, a_{T+1} = 0,
 //
 //	dst = ∇x f − α·Σ_{t=T−K'}^{T−1} ∇x∇y g(x, y_t)·a_{t+1}
 //	a_t = (1+β)·a_{t+1} − α·∇yy g(x, y_t)·a_{t+1} − β·a_{t+2}.
-func (u *Unroller) Backward(dst []float64, p Problem, fBatch []int) (Result, error) {
+func (u *Unroller) Backward(dst, dy0 []float64, p oracle.Unrolled, upperBatch []int) (Result, error) {
 	if u.done < 0 || u.ring == nil {
 		return Result{}, ErrNoForward
 	}
 	if len(dst) != len(u.x) {
 		panic(fmt.Sprintf("unroll: Backward: len(dst) = %d, len(x) = %d", len(dst), len(u.x)))
+	}
+	if dy0 != nil && len(dy0) != u.n {
+		panic(fmt.Sprintf("unroll: Backward: len(dy0) = %d, len(y) = %d", len(dy0), u.n))
 	}
 	n, T, k := u.n, u.done, u.slots-1
 	alpha, beta := u.alpha, u.beta
@@ -227,48 +251,67 @@ func (u *Unroller) Backward(dst []float64, p Problem, fBatch []int) (Result, err
 	}
 	u.hv = resize(u.hv, n)
 	u.mx = resize(u.mx, len(u.x))
-	res := Result{Steps: T, Backprop: k, GradGCalls: T, FCalls: 1, GradFCalls: 1, StorageBytes: u.slots * n * 8}
+	res := Result{Steps: T, Backprop: k, Calls: oracle.Calls{GradG: int64(T), GradF: 1}, StorageBytes: u.slots * n * 8}
 
-	yT := u.slot(T)
-	res.F = p.F(u.x, yT, fBatch)
 	// cur = a_{t+1}, next = a_{t+2}, out receives a_t.
 	cur, next, out := u.adj[0], u.adj[1], u.adj[2]
-	p.GradF(dst, cur, u.x, yT, fBatch)
+	p.GradF(dst, cur, u.x, u.slot(T), upperBatch)
 	clear(next)
 	for t := T - 1; t >= T-k; t-- {
 		yt, batch := u.slot(t), u.batches[t%k]
 		p.MixedXY(u.mx, u.x, yt, cur, batch)
-		res.MixedCalls++
+		res.Calls.MixedXY++
 		for i := range dst {
 			dst[i] -= alpha * u.mx[i]
 		}
-		if t == T-k {
+		if t == T-k && dy0 == nil {
 			break // a_t is not needed: earlier steps are not differentiated
 		}
 		p.HVP(u.hv, u.x, yt, cur, batch)
-		res.HVPCalls++
-		for i := range out {
-			out[i] = (1+beta)*cur[i] - alpha*u.hv[i] - beta*next[i]
+		res.Calls.HVP++
+		if beta == 0 {
+			for i := range out {
+				out[i] = cur[i] - alpha*u.hv[i]
+			}
+		} else {
+			c := 1 + beta
+			if t == 0 {
+				c = 1 // y_{−1} = y_0: the momentum of step 0 does not depend on y_0
+			}
+			for i := range out {
+				out[i] = c*cur[i] - alpha*u.hv[i] - beta*next[i]
+			}
 		}
 		cur, next, out = out, cur, next
 	}
-	for _, d := range dst {
-		if math.IsNaN(d) || math.IsInf(d, 0) {
-			return res, &NonFiniteError{Phase: "reverse", Step: T - k}
-		}
+	if dy0 != nil {
+		copy(dy0, cur)
+	}
+	if !finite(dst) || (dy0 != nil && !finite(dy0)) {
+		return res, &NonFiniteError{Phase: "reverse", Step: T - k}
 	}
 	return res, nil
 }
 
-// Hypergradient runs Forward from y0 and then Backward: dst receives
-// d f(x, y_T(x))/dx, the ITD estimate of ∇Φ(x), and the Result holds
-// f(x, y_T) and the oracle counts. Final then returns y_T.
-func (u *Unroller) Hypergradient(dst []float64, p Problem, x, y0 []float64, fBatch []int) (Result, error) {
+// finite reports whether every entry of v is finite.
+func finite(v []float64) bool {
+	for _, d := range v {
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// Hypergradient runs Forward from y0 and then Backward on the upper-level
+// samples upperBatch: dst receives d f(x, y_T(x))/dx, the ITD estimate of
+// ∇Φ(x), and the Result holds the oracle counts. Final then returns y_T.
+func (u *Unroller) Hypergradient(dst []float64, p oracle.Unrolled, x, y0 []float64, upperBatch []int) (Result, error) {
 	if len(dst) != len(x) {
 		panic(fmt.Sprintf("unroll: Hypergradient: len(dst) = %d, len(x) = %d", len(dst), len(x)))
 	}
 	if err := u.Forward(p, x, y0); err != nil {
 		return Result{Steps: u.Steps}, err
 	}
-	return u.Backward(dst, p, fBatch)
+	return u.Backward(dst, nil, p, upperBatch)
 }

@@ -169,7 +169,7 @@ func Example_hypergradient() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("AID (CG, %d HVPs): ∇Φ = %.4f\n", res.OpCalls, aid)
+	fmt.Printf("AID (CG, %d HVPs): ∇Φ = %.4f\n", res.HVP, aid)
 
 	// ITD differentiates through T steps of gradient descent from w = 0.
 	itd := make([]float64, p.DimX())

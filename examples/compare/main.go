@@ -288,7 +288,7 @@ func newExperiment(name string, p *graph.Problem, x []float64) (*comparison, err
 		}
 		e.lmax = math.Max(e.lmax, lm)
 	}
-	e.lmax *= 1.05 // power iteration approaches λmax from below
+	e.lmax *= 1.05 // the Lanczos estimate approaches λmax from below
 	return e, nil
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -279,7 +280,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 // namedRun is one run to perform.
 type namedRun struct {
 	name   string
-	p      optim.Problem
+	p      oracle.Problem
 	x0, y0 []float64
 	m      optim.Method
 	s      optim.Settings
@@ -351,11 +352,11 @@ func syntheticRuns(c config, seed uint64) ([]namedRun, error) {
 			s: optim.Settings{Seed: seed*7 + 1, ProjectX: px}, b: experiment.Budget{Iters: k, Points: k}, eval: newEval()})
 	}
 	k1 := c.K0
-	add("AiPOD", optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Lower: set, InnerBatch: 1, HessianBatch: 1, OuterBatch: 1}, k1)
+	add("AiPOD", optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k1)
 	for _, pp := range c.Ps {
 		k := int(math.Round(float64(c.K0) / pp))
 		add(fmt.Sprintf("E-AiPOD p=%g", pp), optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Lower: set,
-			InnerBatch: 1, HessianBatch: 1, OuterBatch: 1}, k)
+			InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
 	}
 	return runs, nil
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 )
 
 // config is everything a run depends on.
@@ -95,30 +96,30 @@ var defaultParams = experiment.Params{
 var methods = map[string]methodInfo{
 	"stocbio": {"stocBiO", "paper 003 App. B: batch 50 (-batch), Adam; D = 10, Q = 10", func(c config, hp func(string) float64) optim.Method {
 		b := c.Batch
-		return optim.StocBiO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, OuterBatch: b, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.StocBiO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"aid": {"AID-BiO", "paper 003 Alg. 1, AID with D = 10 inner and N = 10 CG steps, full batches (-detbatch)", func(c config, hp func(string) float64) optim.Method {
 		b := c.DetBatch
-		return optim.AIDBiO{Alpha: hp("alpha"), D: 10, N: 10, InnerBatch: b, HessianBatch: b, OuterBatch: b, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.AIDBiO{Alpha: hp("alpha"), D: 10, N: 10, InnerBatch: b, HessianBatch: b, UpperBatch: b, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"itd": {"ITD-BiO", "paper 003 Alg. 1, ITD through D = 10 inner steps, full batches (-detbatch)", func(c config, hp func(string) float64) optim.Method {
 		b := c.DetBatch
-		return optim.ITDBiO{Alpha: hp("alpha"), D: 10, InnerBatch: b, OuterBatch: b, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.ITDBiO{Alpha: hp("alpha"), D: 10, InnerBatch: b, UpperBatch: b, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"nsbo": {"NSBO-SGD", "paper 002 Sec. 4.2-4.3: T = 1, |B_2| = 256, other batches 64", func(c config, hp func(string) float64) optim.Method {
-		return optim.NSBOSGD{Gamma: hp("alpha"), Updates: 2, HessianBatch: 64, ResidualBatch: 64, GradBatch: 256, MixedBatch: 64, OuterBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.NSBOSGD{Gamma: hp("alpha"), Updates: 2, HessianBatch: 64, ResidualBatch: 64, GradBatch: 256, MixedBatch: 64, UpperBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"soba": {"SOBA", "Dagréou et al. 2022 as in paper 002: batch 64, constant steps", func(c config, hp func(string) float64) optim.Method {
-		return optim.SOBA{Rho: hp("alpha"), InnerBatch: 64, OuterBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.SOBA{Rho: hp("alpha"), InnerBatch: 64, UpperBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"amigo": {"AmIGO", "Arbel & Mairal 2022 as in paper 002: 10 + 10 SGD steps, batch 64", func(c config, hp func(string) float64) optim.Method {
-		return optim.AmIGO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: 64, HessianBatch: 64, MixedBatch: 64, OuterBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.AmIGO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: 64, HessianBatch: 64, MixedBatch: 64, UpperBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"bsa": {"BSA", "paper 003 App. B: batch 1; D = 10 inner steps, Neumann N = 10", func(c config, hp func(string) float64) optim.Method {
-		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, OuterBatch: 1, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, UpperBatch: 1, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 	"ttsa": {"TTSA", "paper 003 App. B: batch 1; decaying two-timescale steps, Neumann N = 10", func(c config, hp func(string) float64) optim.Method {
-		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, OuterBatch: 1, Outer: optim.Adam{LR: hp("lr")}}
+		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, UpperBatch: 1, Outer: optim.Adam{LR: hp("lr")}}
 	}},
 }
 
@@ -320,7 +321,7 @@ type setup struct {
 	p          float64
 	seed       uint64
 	prob       *experiment.Counting
-	problem    optim.Problem
+	problem    oracle.Problem
 	x0, y0     []float64
 	val, test  *data.Dataset
 	changed    []bool
@@ -402,7 +403,7 @@ func (e *setup) baselines(c config) ([]baselineRow, error) {
 func (e *setup) solve(c config, name string) (runRow, *experiment.Trace, error) {
 	m := methods[name].make(c, func(k string) float64 { return c.Params.Get(name, k) })
 	s := optim.Settings{Seed: e.seed*1000 + 7}
-	tr, err := experiment.Run(e.prob.P(), e.x0, e.y0, m, s, experiment.Budget{Time: c.Budget, Samples: int64(c.Work), Points: c.Points}, e.prob,
+	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, s, experiment.Budget{Time: c.Budget, Samples: int64(c.Work), Points: c.Points}, e.prob,
 		func(st *optim.State) map[string]float64 { return e.metrics(st.X, st.Y) })
 	if err != nil {
 		return runRow{}, nil, fmt.Errorf("%s: %w", name, err)

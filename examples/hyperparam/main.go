@@ -89,7 +89,7 @@ func stocbio(b int) methodInfo {
 	return methodInfo{fmt.Sprintf("stocBiO-%d", b), fmt.Sprintf("paper 003 App. B: batch %d, D = 10, η = 0.5, Q = 10, SGD on λ", b),
 		func(c config, hp func(string) float64, n int) optim.Method {
 			b := min(b, n)
-			return optim.StocBiO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, OuterBatch: b,
+			return optim.StocBiO{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b,
 				Outer: optim.SGD{LR: hp("lr")}}
 		}}
 }
@@ -112,11 +112,11 @@ var methods = map[string]methodInfo{
 	}},
 	"bsa": {"BSA", "Ghadimi & Wang 2018 as in paper 000: D = 10 inner steps, Neumann N = 10, batch 100, SGD on λ", func(c config, hp func(string) float64, n int) optim.Method {
 		b := min(100, n)
-		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, OuterBatch: b, Outer: optim.SGD{LR: hp("lr")}}
+		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b, Outer: optim.SGD{LR: hp("lr")}}
 	}},
 	"ttsa": {"TTSA", "Hong et al. 2020 as in paper 000: decaying two-timescale steps, Neumann N = 10, batch 100, SGD on λ", func(c config, hp func(string) float64, n int) optim.Method {
 		b := min(100, n)
-		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, OuterBatch: b, Outer: optim.SGD{LR: hp("lr")}}
+		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b, Outer: optim.SGD{LR: hp("lr")}}
 	}},
 }
 
@@ -126,10 +126,10 @@ var bmethods = map[string]methodInfo{
 		return optim.STABLE{Alpha: hp("lr"), Beta: hp("alpha"), Mu: hp("mu"), LowerBatch: 1, UpperBatch: 1}
 	}},
 	"bsa": {"BSA", "Ghadimi & Wang 2018: D = 10 single-sample inner steps, Neumann N = 10", func(c config, hp func(string) float64, n int) optim.Method {
-		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, OuterBatch: 1, Outer: optim.SGD{LR: hp("lr")}}
+		return optim.BSA{Alpha: hp("alpha"), Eta: hp("eta"), D: 10, N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, UpperBatch: 1, Outer: optim.SGD{LR: hp("lr")}}
 	}},
 	"ttsa": {"TTSA", "Hong et al. 2020: single samples, decaying two-timescale steps, Neumann N = 10", func(c config, hp func(string) float64, n int) optim.Method {
-		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, OuterBatch: 1, Outer: optim.SGD{LR: hp("lr")}}
+		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, UpperBatch: 1, Outer: optim.SGD{LR: hp("lr")}}
 	}},
 }
 
@@ -546,7 +546,7 @@ func (e *setup) solve(c config, name string) (*experiment.Trace, error) {
 		b = experiment.Budget{Drawn: int64(c.BDrawn), Points: c.Points}
 	}
 	s := optim.Settings{Seed: e.seed*1000 + 11, ProjectX: e.proj}
-	tr, err := experiment.Run(e.prob.P(), e.x0, e.y0, m, s, b, e.prob, e.metrics)
+	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, s, b, e.prob, e.metrics)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", e.part, name, err)
 	}

@@ -197,13 +197,13 @@ func learnerSettings(c config, method string) (meta.Settings, error) {
 	}
 	switch method {
 	case "itd":
-		s.Method = meta.ITD
+		s.Gradient = meta.ITD
 	case "aid":
-		s.Method = meta.AID
+		s.Gradient = meta.AID
 	case "aid-inc":
-		s.Method, s.Growth, s.Steps = meta.AID, c.Growth, 0
+		s.Gradient, s.Growth, s.Steps = meta.AID, c.Growth, 0
 	case "anil":
-		s.Method, s.Steps, s.Alpha, s.FirstOrder = meta.ANIL, c.ANILSteps, c.ANILAlpha, c.FirstOrder
+		s.Gradient, s.Steps, s.Alpha, s.FirstOrder = meta.ANIL, c.ANILSteps, c.ANILAlpha, c.FirstOrder
 	default:
 		return s, fmt.Errorf("-methods: unknown method %q (give some of %s)", method, strings.Join(allMethods, ", "))
 	}
@@ -247,7 +247,7 @@ type resultRow struct {
 // to continue it and to redo its outputs.
 type runCheckpoint struct {
 	Key        string // setting, method and every setting that shapes the run
-	State      meta.State
+	State      meta.Snapshot
 	Seconds    float64 // training wall time so far
 	CPUSeconds float64 // training CPU time so far
 	Train      []trainRow
@@ -366,7 +366,7 @@ func progress(c config, label string, total int) *report.Progress {
 // pretrainCheckpoint is the checkpoint of the pre-trained baseline.
 type pretrainCheckpoint struct {
 	Key     string
-	State   meta.State
+	State   meta.Snapshot
 	Seconds float64
 }
 
@@ -390,18 +390,18 @@ func pretrain(c config, train *data.Dataset, base []int, dir string) ([]float64,
 		case ck.Key != key:
 			return nil, 0, fmt.Errorf("checkpoint %s was made with other settings (%s); now %s: remove it or drop -resume", path, ck.Key, key)
 		default:
-			if err := p.SetState(ck.State); err != nil {
+			if err := p.Restore(ck.State); err != nil {
 				return nil, 0, fmt.Errorf("checkpoint %s: %w", path, err)
 			}
 		}
 	}
-	done := p.State().Iter
+	done := p.Snapshot().Iter
 	if done >= c.PretrainSteps {
 		return p.Backbone(), ck.Seconds, nil
 	}
 	bar := progress(c, "pre-training", c.PretrainSteps-done)
 	save := func() error {
-		ck = pretrainCheckpoint{Key: key, State: p.State(), Seconds: ck.Seconds}
+		ck = pretrainCheckpoint{Key: key, State: p.Snapshot(), Seconds: ck.Seconds}
 		return meta.WriteCheckpoint(path, ck)
 	}
 	var accs []float64
@@ -518,14 +518,14 @@ func (e *setting) trainMethod(method string) error {
 		case ck.Key != key:
 			return fmt.Errorf("checkpoint %s was made with other settings (%s); now %s: remove it or drop -resume", path, ck.Key, key)
 		default:
-			if err := l.SetState(ck.State); err != nil {
+			if err := l.Restore(ck.State); err != nil {
 				return fmt.Errorf("checkpoint %s: %w", path, err)
 			}
 		}
 	}
 	ck.Key = key
 	save := func() error {
-		ck.State = l.State()
+		ck.State = l.Snapshot()
 		return meta.WriteCheckpoint(path, ck)
 	}
 	if ck.Final != nil && (ck.State.Iter >= c.Iters || c.MaxSeconds > 0 && ck.Seconds >= c.MaxSeconds) {
@@ -535,7 +535,7 @@ func (e *setting) trainMethod(method string) error {
 	}
 	ck.Final = nil
 	label := fmt.Sprintf("%s %-7s", e.name, method)
-	bar := progress(c, label, c.Iters-l.State().Iter)
+	bar := progress(c, label, c.Iters-l.Snapshot().Iter)
 	var accs []float64
 	for _, r := range ck.Train {
 		accs = append(accs, r.Accuracy)
@@ -550,7 +550,7 @@ func (e *setting) trainMethod(method string) error {
 		if err != nil {
 			return err
 		}
-		ck.Curve = append(ck.Curve, curveRow{Setting: e.name, Method: method, Iter: l.State().Iter, Seconds: ck.Seconds,
+		ck.Curve = append(ck.Curve, curveRow{Setting: e.name, Method: method, Iter: l.Snapshot().Iter, Seconds: ck.Seconds,
 			CPUSeconds: ck.CPUSeconds, Accuracy: acc.Mean, CI95: acc.CI95})
 		lastTest = fmt.Sprintf(", meta-test %.1f%%", 100*acc.Mean)
 		return nil
@@ -560,7 +560,7 @@ func (e *setting) trainMethod(method string) error {
 			return err
 		}
 	}
-	for k := l.State().Iter; k < c.Iters; k++ {
+	for k := l.Snapshot().Iter; k < c.Iters; k++ {
 		if c.MaxSeconds > 0 && ck.Seconds >= c.MaxSeconds {
 			fmt.Printf("%s %-10s stopped after %.0fs of training at iteration %d (-max-seconds)\n", e.name, method, ck.Seconds, k)
 			break
@@ -604,7 +604,7 @@ func (e *setting) trainMethod(method string) error {
 	if err != nil {
 		return err
 	}
-	iters := l.State().Iter
+	iters := l.Snapshot().Iter
 	ck.Final = &resultRow{Setting: e.name, Method: method, Accuracy: acc.Mean, CI95: acc.CI95, Tasks: acc.N, Iters: iters,
 		TrainSeconds: ck.Seconds, SecPerIter: median(ck.Train, func(r trainRow) float64 { return r.IterSec }),
 		CPUPerIter: median(ck.Train, func(r trainRow) float64 { return r.CPUSec }),
@@ -622,7 +622,8 @@ func evalSteps(l *meta.Learner) int {
 	if s := l.Settings().EvalSteps; s > 0 {
 		return s
 	}
-	return l.InnerSteps(l.State().Iter)
+	steps, _ := l.InnerSteps(l.Snapshot().Iter) // the Evaluate before this note checked it
+	return steps
 }
 
 func (e *setting) collect(ck runCheckpoint) {

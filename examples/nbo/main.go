@@ -338,7 +338,7 @@ func (e *setup) metrics(st *optim.State) map[string]float64 {
 
 func (e *setup) solve(c config, name string) (*experiment.Trace, error) {
 	m := methods[name].make(func(k string) float64 { return c.Params.Get(name, k) })
-	tr, err := experiment.Run(e.prob.P(), e.x0, e.y0, m, optim.Settings{Seed: e.seed}, experiment.Budget{Iters: c.Iters, Points: c.Points, LogIters: true}, e.prob, e.metrics)
+	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, optim.Settings{Seed: e.seed}, experiment.Budget{Iters: c.Iters, Points: c.Points, LogIters: true}, e.prob, e.metrics)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -92,7 +93,7 @@ func method(name string, lr float64, b int) optim.Method {
 	case "itd":
 		return optim.ITDBiO{Alpha: lr, D: 10, Outer: optim.SGD{LR: lr}}
 	case "stocbio":
-		return optim.StocBiO{Alpha: lr, Eta: lr, D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, OuterBatch: b, Outer: optim.SGD{LR: lr}}
+		return optim.StocBiO{Alpha: lr, Eta: lr, D: 10, Q: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b, Outer: optim.SGD{LR: lr}}
 	}
 	panic("unknown method " + name)
 }
@@ -306,7 +307,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 
 // newProblem builds one problem instance, its starting point and its
 // evaluation.
-func newProblem(c config, prob string, d int, seed uint64) (optim.Problem, []float64, []float64, func(*optim.State) map[string]float64, error) {
+func newProblem(c config, prob string, d int, seed uint64) (oracle.Problem, []float64, []float64, func(*optim.State) map[string]float64, error) {
 	if prob == "pl" {
 		g := newPLGame(d, c.PLL, c.PLN, c.PLMu, c.PLMax, c.PLFix, seed)
 		obj, err := g.objective()

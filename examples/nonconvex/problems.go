@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/gobilevel/bilevel/graph"
-	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -206,7 +206,7 @@ func (g *plGame) objective() (graph.Objective, error) {
 //
 // g is a quartic in y, symmetric under y ↦ −y, so it has several
 // minimizers: a nonconvex lower level (local PL). It implements
-// optim.Problem and optim.DenseProblem in closed form with S_i = C_i + C_iᵀ,
+// oracle.Problem, with the dense matrices HessYY and HessXY, in closed form with S_i = C_i + C_iᵀ,
 // a_i = ½⟨S_i, UUᵀ⟩ − e_i:
 //
 //	∇U l_i = a_i S_i U,   ∇yy l_i = a_i S_i + (S_i y)(S_i y)ᵀ,   ∇xy l_i = vec(S_i x)(S_i y)ᵀ.
@@ -347,7 +347,7 @@ func (p *sensing) residual(i int, x, y, sy, sx []float64) float64 {
 	return quad/2 - p.e[i]
 }
 
-// The optim.Problem methods. Batches index the level's samples.
+// The oracle.Problem methods. Batches index the level's samples.
 
 func (p *sensing) DimX() int     { return p.dx }
 func (p *sensing) DimY() int     { return p.d }
@@ -471,7 +471,12 @@ func (p *sensing) MixedYX(dst, x, y, u []float64, batch []int) {
 	}
 }
 
-// HessYY implements optim.DenseProblem.
+// Capabilities declares the dense matrices HessYY and HessXY.
+func (p *sensing) Capabilities() oracle.Capabilities {
+	return oracle.Capabilities{HessYY: p.HessYY, HessXY: p.HessXY}
+}
+
+// HessYY stores ∇yy g in dst.
 func (p *sensing) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
 	d := p.d
 	if dst.IsEmpty() {
@@ -493,7 +498,7 @@ func (p *sensing) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
 	}
 }
 
-// HessXY implements optim.DenseProblem: entry (i, j) is ∂²g/∂x_i∂y_j.
+// HessXY stores ∇xy g in dst: entry (i, j) is ∂²g/∂x_i∂y_j.
 func (p *sensing) HessXY(dst *mat.Dense, x, y []float64, batch []int) {
 	if dst.IsEmpty() {
 		dst.ReuseAs(p.dx, p.d)
@@ -527,10 +532,7 @@ func (p *sensing) applyS(i int, v, dst []float64) {
 	}
 }
 
-var (
-	_ optim.Problem      = (*sensing)(nil)
-	_ optim.DenseProblem = (*sensing)(nil)
-)
+var _ oracle.Problem = (*sensing)(nil)
 
 // objective writes matrix sensing as a gorgonia graph: ⟨C_i, UUᵀ⟩ is row i
 // of the n×d² matrix of the C_i times vec(xxᵀ + yyᵀ).

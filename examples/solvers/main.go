@@ -34,6 +34,7 @@ import (
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -119,13 +120,13 @@ func slowSGD(in *instance) optim.Optimizer { return optim.SGD{LR: 1 / (10 * in.l
 
 var methodTable = []method{
 	{"aid-bio", func(in *instance) optim.Method {
-		return optim.AIDBiO{D: 10, N: 10, InnerBatch: in.batch, HessianBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.AIDBiO{D: 10, N: 10, InnerBatch: in.batch, HessianBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"itd-bio", func(in *instance) optim.Method {
-		return optim.ITDBiO{D: 20, InnerBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.ITDBiO{D: 20, InnerBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"stocbio", func(in *instance) optim.Method {
-		return optim.StocBiO{D: 10, Q: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.StocBiO{D: 10, Q: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"stable", func(in *instance) optim.Method {
 		return optim.STABLE{Alpha: 1 / (2 * in.lphi), Mu: in.mu, LowerBatch: in.batch, UpperBatch: in.batch}
@@ -145,28 +146,28 @@ var methodTable = []method{
 	{"nbo-gd", func(in *instance) optim.Method { return optim.NBOGD{Updates: 3, Outer: slowSGD(in)} }},
 	{"nsbo-sgd", func(in *instance) optim.Method {
 		b := in.batch
-		return optim.NSBOSGD{Updates: 3, HessianBatch: b, ResidualBatch: b, GradBatch: b, MixedBatch: b, OuterBatch: b, Outer: slowSGD(in)}
+		return optim.NSBOSGD{Updates: 3, HessianBatch: b, ResidualBatch: b, GradBatch: b, MixedBatch: b, UpperBatch: b, Outer: slowSGD(in)}
 	}},
 	{"soba", func(in *instance) optim.Method {
-		return optim.SOBA{InnerBatch: in.batch, OuterBatch: in.batch, Outer: slowSGD(in)}
+		return optim.SOBA{InnerBatch: in.batch, UpperBatch: in.batch, Outer: slowSGD(in)}
 	}},
 	{"amigo", func(in *instance) optim.Method {
-		return optim.AmIGO{D: 10, Q: 10, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.AmIGO{D: 10, Q: 10, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"bsa", func(in *instance) optim.Method {
-		return optim.BSA{D: 10, N: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.BSA{D: 10, N: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"ttsa", func(in *instance) optim.Method {
-		return optim.TTSA{N: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, OuterBatch: in.batch, Outer: sgd(in)}
+		return optim.TTSA{N: 20, InnerBatch: in.batch, HessianBatch: in.batch, MixedBatch: in.batch, UpperBatch: in.batch, Outer: sgd(in)}
 	}},
 	{"aipod", func(in *instance) optim.Method {
-		return optim.AiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, Series: optim.NeumannPartialSum, InnerBatch: in.batch, HessianBatch: in.batch, OuterBatch: in.batch}
+		return optim.AiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, Series: optim.NeumannPartialSum, InnerBatch: in.batch, HessianBatch: in.batch, UpperBatch: in.batch}
 	}},
 	{"e-aipod", func(in *instance) optim.Method {
-		return optim.EAiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, Series: optim.NeumannPartialSum, InnerBatch: in.batch, HessianBatch: in.batch, OuterBatch: in.batch}
+		return optim.EAiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, Series: optim.NeumannPartialSum, InnerBatch: in.batch, HessianBatch: in.batch, UpperBatch: in.batch}
 	}},
 	{"e2-aipod", func(in *instance) optim.Method {
-		return optim.E2AiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, InnerBatch: in.batch, HessianBatch: in.batch, OuterBatch: in.batch}
+		return optim.E2AiPOD{Alpha: 1 / (2 * in.lphi), S: 10, N: 20, InnerBatch: in.batch, HessianBatch: in.batch, UpperBatch: in.batch}
 	}},
 }
 
@@ -195,7 +196,7 @@ type outcome struct {
 	Problem, Method string
 	Iters           int
 	Seconds         float64
-	Calls           optim.Calls
+	Calls           oracle.Calls
 	Final           float64 // Φ − Φ* (quadratics) or validation loss (cleaning)
 	GradNorm        float64
 	DistX           float64 // ‖x − x*‖ (quadratics)
@@ -206,7 +207,7 @@ type outcome struct {
 	trace   []optim.Record
 }
 
-func totalCalls(c optim.Calls) float64 {
+func totalCalls(c oracle.Calls) float64 {
 	return float64(c.F + c.G + c.GradF + c.GradG + c.HVP + c.MixedXY + c.MixedYX + c.Dense)
 }
 

@@ -8,17 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
-// Counting forwards CheckBatch, so optim's methods check batch sizes
-// through it.
-var _ optim.BatchChecker = (*Counting)(nil)
-
-func quadratic(t *testing.T, lower int) (*models.QuadraticModel, optim.Problem) {
+func quadratic(t *testing.T, lower int) (*models.QuadraticModel, oracle.Problem) {
 	t.Helper()
 	m, err := models.Quadratic(models.QuadraticSettings{DimX: 3, DimY: 5, LowerSamples: lower, UpperSamples: lower, Seed: 3})
 	if err != nil {
@@ -94,15 +90,19 @@ func TestCounting(t *testing.T) {
 	if c.Samples() != 3+3+2+20 || c.Drawn() != 3+2+20 {
 		t.Errorf("Samples %d, Drawn %d; want 28 and 25", c.Samples(), c.Drawn())
 	}
-	if _, ok := c.P().(optim.DenseProblem); !ok {
-		t.Error("a graph problem's Counting lost optim.DenseProblem")
+	// A Counting declares the wrapped problem's optional oracles: the
+	// batch check (so optim's methods check batch sizes through it), the
+	// dense matrices and the linearized HVP.
+	caps := c.Capabilities()
+	if caps.CheckBatch == nil || caps.HessYY == nil || caps.HessXY == nil || caps.HVPAt == nil {
+		t.Error("a graph problem's Counting lost an optional oracle")
 	}
 	// The linearized operator counts its products as HVP does, and gives
 	// HVP's values.
 	for i := range v {
 		v[i] = float64(i) - 2
 	}
-	op := c.P().(implicit.Linearizer).HVPAt(x, y, b)
+	op := caps.HVPAt(x, y, b)
 	want := make([]float64, 5)
 	p.HVP(want, x, y, v, b)
 	op(dy, v)
@@ -244,8 +244,8 @@ func TestRunSamples(t *testing.T) {
 	_, p := quadratic(t, 50)
 	c := NewCounting(p)
 	x0, y0 := make([]float64, p.DimX()), make([]float64, p.DimY())
-	m := optim.StocBiO{Alpha: 0.05, Eta: 0.05, InnerBatch: 5, HessianBatch: 5, MixedBatch: 5, OuterBatch: 5, Outer: optim.SGD{LR: 0.01}}
-	tr, err := Run(c.P(), x0, y0, m, optim.Settings{}, Budget{Samples: 20000, Points: 4}, c, nil)
+	m := optim.StocBiO{Alpha: 0.05, Eta: 0.05, InnerBatch: 5, HessianBatch: 5, MixedBatch: 5, UpperBatch: 5, Outer: optim.SGD{LR: 0.01}}
+	tr, err := Run(c, x0, y0, m, optim.Settings{}, Budget{Samples: 20000, Points: 4}, c, nil)
 	if err != nil || tr.Err != nil {
 		t.Fatal(err, tr.Err)
 	}

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/gobilevel/bilevel/implicit"
-	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -27,7 +27,7 @@ type InnerSettings struct {
 // how the programs compute y*(x) for baselines and exact value functions
 // Φ(x) = f(x, y*(x)). Reaching the iteration limit is not an error; the
 // returned norm says how far it got.
-func SolveInner(p optim.Problem, x, y []float64, s InnerSettings) (float64, error) {
+func SolveInner(p oracle.Problem, x, y []float64, s InnerSettings) (float64, error) {
 	tol := s.Tol
 	if tol == 0 {
 		tol = 1e-8
@@ -43,7 +43,7 @@ func SolveInner(p optim.Problem, x, y []float64, s InnerSettings) (float64, erro
 }
 
 // lbfgs minimizes y ↦ g(x, y) by LBFGS.
-func lbfgs(p optim.Problem, x, y []float64, tol float64, maxIter, m int) (float64, error) {
+func lbfgs(p oracle.Problem, x, y []float64, tol float64, maxIter, m int) (float64, error) {
 	return LBFGS(func(w []float64) float64 { return p.G(x, w, nil) },
 		func(dst, w []float64) { p.GradG(nil, dst, x, w, nil) }, y, tol, maxIter, m, 0)
 }
@@ -125,7 +125,7 @@ func LBFGS(fn func(y []float64) float64, grad func(dst, y []float64), y []float6
 }
 
 // newtonCG is Newton's method with CG solves and Armijo backtracking.
-func newtonCG(p optim.Problem, x, y []float64, tol float64, maxIter int) (float64, error) {
+func newtonCG(p oracle.Problem, x, y []float64, tol float64, maxIter int) (float64, error) {
 	if maxIter == 0 {
 		maxIter = 100
 	}

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -41,7 +41,7 @@ type Budget struct {
 type Point struct {
 	Iter    int
 	Seconds float64 // optim.State.Elapsed
-	Calls   optim.Calls
+	Calls   oracle.Calls
 	// Oracles is the number of oracle calls (gradients, Hessian-vector
 	// and mixed products; objective values excluded); Samples the number of
 	// per-sample evaluations they made (a call on a batch of b samples
@@ -71,13 +71,13 @@ func (t *Trace) Last() Point { return t.Points[len(t.Points)-1] }
 // It drives optim.Solve and then optim.Resume from checkpoint to
 // checkpoint, which gives exactly the iterates of one uninterrupted run, so
 // evaluation costs the solver nothing and is not in its time. counting,
-// if not nil, is the Counting that p is (p = counting.P()), read for
+// if not nil, is the Counting that p is, read for
 // Point.Samples and Point.Drawn.
 //
 // A run that fails (a NaN, a breakdown) ends with the error in Trace.Err
 // and the checkpoints reached so far; Run itself returns an error only for
 // invalid settings.
-func Run(p optim.Problem, x0, y0 []float64, m optim.Method, s optim.Settings, b Budget, counting *Counting,
+func Run(p oracle.Problem, x0, y0 []float64, m optim.Method, s optim.Settings, b Budget, counting *Counting,
 	eval func(st *optim.State) map[string]float64) (*Trace, error) {
 	if b.Time <= 0 && b.Iters <= 0 && b.Samples <= 0 && b.Drawn <= 0 {
 		return nil, errors.New("experiment.Run: set a time, sample or iteration budget")
@@ -101,8 +101,7 @@ func Run(p optim.Problem, x0, y0 []float64, m optim.Method, s optim.Settings, b 
 	tr := &Trace{}
 	record := func(st *optim.State) {
 		pt := Point{Iter: st.Iter, Seconds: st.Elapsed.Seconds(), Calls: st.Calls}
-		c := st.Calls
-		pt.Oracles = c.GradF + c.GradG + c.HVP + c.MixedXY + c.MixedYX
+		pt.Oracles = st.Calls.Products()
 		if counting != nil {
 			pt.Samples = counting.Samples() - base
 			pt.Drawn = counting.Drawn() - baseDrawn
@@ -196,41 +195,35 @@ func Run(p optim.Problem, x0, y0 []float64, m optim.Method, s optim.Settings, b 
 	return tr, nil
 }
 
-// Counting wraps an optim.Problem and counts what its oracles consume.
+// Counting wraps an oracle.Problem and counts what its oracles consume.
 //
 // Samples counts per-sample evaluations: a call on a batch of b samples
 // adds b, a call on the whole data set adds its size, and a dense matrix
-// (optim.DenseProblem) on b samples adds b·DimY, the Hessian-vector
-// products it stands for. Drawn counts the samples drawn: a batch passed to
-// several oracles (the same slice, as methods do when they reuse a batch)
-// is counted once; the whole data set counts its size at every call. The
-// first is the cost in computation, the second the sample complexity of
-// the papers. Objective values (F, G) are not counted.
+// (oracle.Capabilities HessYY, HessXY) on b samples adds b·DimY or
+// b·min(DimX, DimY), the products it stands for. Drawn counts the samples
+// drawn: a batch passed to several oracles (the same slice, as methods do
+// when they reuse a batch) is counted once; the whole data set counts its
+// size at every call. The first is the cost in computation, the second the
+// sample complexity of the papers. Objective values (F, G) are not
+// counted. A Counting declares the wrapped problem's optional oracles,
+// wrapped to count, and is itself the problem to hand to the solvers.
 type Counting struct {
-	optim.Problem
+	oracle.Problem
 	samples, drawn int64
 	recent         [64][]int // the last batches seen, kept alive so that their addresses stay unique
 	next           int
 }
 
+var _ oracle.Problem = (*Counting)(nil)
+
 // NewCounting wraps p.
-func NewCounting(p optim.Problem) *Counting { return &Counting{Problem: p} }
+func NewCounting(p oracle.Problem) *Counting { return &Counting{Problem: p} }
 
 // Samples returns the per-sample evaluations counted so far.
 func (c *Counting) Samples() int64 { return c.samples }
 
 // Drawn returns the samples drawn so far.
 func (c *Counting) Drawn() int64 { return c.drawn }
-
-// P returns the problem to hand to the solvers: c itself, or, when the
-// wrapped problem assembles dense matrices (optim.DenseProblem), c with
-// those methods too, so that the methods that use them still find them.
-func (c *Counting) P() optim.Problem {
-	if d, ok := c.Problem.(optim.DenseProblem); ok {
-		return &countingDense{c, d}
-	}
-	return c
-}
 
 func (c *Counting) add(batch []int, n int, per int64) {
 	if batch == nil {
@@ -267,26 +260,6 @@ func (c *Counting) HVP(dst, x, y, v []float64, batch []int) {
 	c.Problem.HVP(dst, x, y, v, batch)
 }
 
-// CheckBatch forwards to the wrapped problem's (optim.BatchChecker), if it
-// has one.
-func (c *Counting) CheckBatch(upper bool, size int) error {
-	if b, ok := c.Problem.(optim.BatchChecker); ok {
-		return b.CheckBatch(upper, size)
-	}
-	return nil
-}
-
-// HVPAt is the wrapped problem's Hessian operator at (x, y) on batch — its
-// linearized one when it has one (implicit.Linearizer) — counting each
-// product as HVP does.
-func (c *Counting) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
-	op := implicit.HVPOperator(c.Problem, x, y, batch)
-	return func(dst, v []float64) {
-		c.add(batch, c.NumLower(), 1)
-		op(dst, v)
-	}
-}
-
 func (c *Counting) MixedXY(dst, x, y, v []float64, batch []int) {
 	c.add(batch, c.NumLower(), 1)
 	c.Problem.MixedXY(dst, x, y, v, batch)
@@ -297,25 +270,35 @@ func (c *Counting) MixedYX(dst, x, y, u []float64, batch []int) {
 	c.Problem.MixedYX(dst, x, y, u, batch)
 }
 
-var _ optim.Problem = (*Counting)(nil)
-
-// countingDense is a Counting of a problem that assembles dense matrices.
-type countingDense struct {
-	*Counting
-	d optim.DenseProblem
+// Capabilities declares the wrapped problem's optional oracles, each
+// counting what it consumes: a product of the linearized HVP operator as
+// an HVP, a dense matrix as the products it stands for.
+func (c *Counting) Capabilities() oracle.Capabilities {
+	in := c.Problem.Capabilities()
+	out := oracle.Capabilities{CheckBatch: in.CheckBatch}
+	if in.HVPAt != nil {
+		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
+			op := in.HVPAt(x, y, batch)
+			return func(dst, v []float64) {
+				c.add(batch, c.NumLower(), 1)
+				op(dst, v)
+			}
+		}
+	}
+	if in.HessYY != nil {
+		out.HessYY = func(dst *mat.SymDense, x, y []float64, batch []int) {
+			c.add(batch, c.NumLower(), int64(c.DimY()))
+			in.HessYY(dst, x, y, batch)
+		}
+	}
+	if in.HessXY != nil {
+		out.HessXY = func(dst *mat.Dense, x, y []float64, batch []int) {
+			c.add(batch, c.NumLower(), int64(min(c.DimX(), c.DimY())))
+			in.HessXY(dst, x, y, batch)
+		}
+	}
+	return out
 }
-
-func (c *countingDense) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
-	c.add(batch, c.NumLower(), int64(c.DimY()))
-	c.d.HessYY(dst, x, y, batch)
-}
-
-func (c *countingDense) HessXY(dst *mat.Dense, x, y []float64, batch []int) {
-	c.add(batch, c.NumLower(), int64(min(c.DimX(), c.DimY())))
-	c.d.HessXY(dst, x, y, batch)
-}
-
-var _ optim.DenseProblem = (*countingDense)(nil)
 
 // Describe is a short description of a run's outcome for progress lines.
 func (t *Trace) Describe() string {

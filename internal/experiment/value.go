@@ -6,6 +6,7 @@ import (
 
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/optim"
+	"github.com/gobilevel/bilevel/oracle"
 	"gonum.org/v1/gonum/floats"
 )
 
@@ -13,13 +14,13 @@ import (
 // lower level is strongly convex and small enough for Newton-CG on the
 // whole data set, warm-starting each inner solve from the previous one.
 type Value struct {
-	P   optim.Problem
+	P   oracle.Problem
 	Tol float64 // ‖∇y g‖ tolerance of the inner solves (default 1e-9)
 	y   []float64
 }
 
 // NewValue returns the value function of p with inner solves started at y0.
-func NewValue(p optim.Problem, y0 []float64) *Value {
+func NewValue(p oracle.Problem, y0 []float64) *Value {
 	return &Value{P: p, y: slices.Clone(y0)}
 }
 
@@ -95,38 +96,4 @@ func (v *Value) Minimize(x0 []float64, proj optim.Projection, iters int) ([]floa
 		t *= 2
 	}
 	return x, phi, nil
-}
-
-// MinimizeLBFGS minimizes the unconstrained Φ from x0 by L-BFGS with exact
-// hypergradients for at most iters iterations, no coordinate moving by more
-// than 1 per iteration, and returns the result and Φ there.
-func (v *Value) MinimizeLBFGS(x0 []float64, iters int) ([]float64, float64, error) {
-	x := slices.Clone(x0)
-	// A trial point where the inner solve fails (an overflow far from x0)
-	// counts as +Inf, so that the line search backs off from it.
-	good := slices.Clone(v.y)
-	fn := func(z []float64) float64 {
-		phi, _, err := v.At(z)
-		if err != nil || math.IsNaN(phi) {
-			copy(v.y, good)
-			return math.Inf(1)
-		}
-		copy(good, v.y)
-		return phi
-	}
-	var gerr error
-	grad := func(dst, z []float64) {
-		if _, err := v.Grad(dst, z); err != nil {
-			gerr = err
-		}
-	}
-	_, err := LBFGS(fn, grad, x, 1e-12, iters, 10, 1)
-	if gerr != nil {
-		return nil, math.NaN(), gerr
-	}
-	phi, _, aerr := v.At(x)
-	if err == nil {
-		err = aerr
-	}
-	return x, phi, err
 }

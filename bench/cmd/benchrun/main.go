@@ -636,13 +636,6 @@ func mem(b float64) string {
 	}
 }
 
-func specOf(name string) bench.Spec {
-	if strings.HasPrefix(name, "large") {
-		return bench.Large
-	}
-	return bench.Small
-}
-
 func table(w io.Writer, r *report, sel *regexp.Regexp) {
 	fmt.Fprintf(w, "### Go (%s BLAS) against PyTorch %s, %s\n\n", r.BLAS, r.Torch["default"].Torch, r.Date)
 	fmt.Fprintf(w, "Machine: %s. Go %s. Load average before %s, after %s. Runner time %.0f s, %d round(s) over the rows.\n\n",
