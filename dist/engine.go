@@ -209,56 +209,46 @@ func (p *Problem) receive(msg *nats.Msg) {
 		p.fail(fmt.Errorf("dist: a message on this coordinator's subject %s, which it never asked for", msg.Subject))
 		return
 	}
-	now := time.Now()
-	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" { // nobody listens on the worker's subject
-		switch {
-		case p.calls[seq] != nil && p.calls[seq].state == reqSent:
-			p.lost(p.calls[seq].worker, "its subject has no listener (the process is gone)")
-		case p.pings[seq] != nil:
-			p.lost(p.pings[seq], "it does not answer pings (the process is gone)")
-		case p.attaches[seq] != nil:
-			p.lost(p.attaches[seq], "its subject has no listener (the process is gone)")
-		}
+	// Whom the reply is from, as the request its subject names was sent to.
+	r, pinged, attaching := p.calls[seq], p.pings[seq], p.attaches[seq]
+	var w *workerRef
+	var what string
+	switch {
+	case r != nil:
+		w, what = r.worker, "a call"
+	case pinged != nil:
+		w, what = pinged, "a ping"
+	case attaching != nil:
+		w, what = attaching, "an attach"
+	default:
+		return // it answers a request of an earlier exchange
+	}
+	delete(p.calls, seq)
+	delete(p.pings, seq)
+	delete(p.attaches, seq)
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		p.lost(w, "nobody listens on its subject (the process is gone)")
 		return
 	}
 	m, err := decode(msg.Data)
-	if err != nil {
-		p.fail(fmt.Errorf("dist: a malformed reply from %s: %v", describeSender(m, msg.Subject, msg.Reply), err))
+	switch {
+	case err != nil:
+		p.fail(fmt.Errorf("dist: the reply to %s sent to worker %s is malformed (its sender: %s): %v", what, w.name, describeSender(m, msg.Subject, msg.Reply), err))
+		return
+	case m.sender != w.name:
+		p.fail(fmt.Errorf("dist: the reply to %s sent to worker %s came from %q", what, w.name, m.sender))
+		return
+	case m.session != p.session:
+		p.fail(fmt.Errorf("dist: worker %s replied for session %016x, not this coordinator's %016x: another program is using the subjects of pool %s", w.name, m.session, p.session, p.s.Pool))
 		return
 	}
-	if m.session != p.session {
-		p.fail(fmt.Errorf("dist: a reply from %q for session %016x, not this coordinator's %016x: another program is using the subjects of pool %s", m.sender, m.session, p.session, p.s.Pool))
-		return
-	}
-	if w := p.pings[seq]; w != nil {
-		if m.kind == kindPong && m.sender == w.name {
-			w.lastHeard = now
-		}
-		delete(p.pings, seq)
-		return
-	}
-	if r := p.calls[seq]; r != nil {
-		delete(p.calls, seq)
-		if m.sender != r.worker.name {
-			p.fail(fmt.Errorf("dist: the reply to a call sent to worker %s came from %q", r.worker.name, m.sender))
-			return
-		}
-		r.worker.lastHeard = now
+	w.lastHeard = time.Now()
+	switch {
+	case r != nil:
 		p.result(r, m)
-		return
+	case attaching != nil && seq == w.attachSeq: // else a newer attach supersedes it
+		p.attached(w, m)
 	}
-	if w := p.attaches[seq]; w != nil {
-		delete(p.attaches, seq)
-		if m.sender != w.name {
-			p.fail(fmt.Errorf("dist: the reply to an attach sent to worker %s came from %q", w.name, m.sender))
-			return
-		}
-		w.lastHeard = now
-		if seq == w.attachSeq {
-			p.attached(w, m)
-		}
-	}
-	// Anything else answers a request of an earlier exchange: dropped.
 }
 
 // result handles a worker's reply to a call.
@@ -318,7 +308,7 @@ func (p *Problem) attached(w *workerRef, m *message) {
 			p.fail(fmt.Errorf("dist: worker %s built other variables or starting values than the other workers: does every worker run the same program and data?", w.name))
 			return
 		}
-		if len(w.shards) == 0 {
+		if p.started && len(w.shards) == 0 {
 			p.stats.Joined++
 		}
 	}
@@ -338,6 +328,9 @@ func (p *Problem) attached(w *workerRef, m *message) {
 
 // hello handles a worker's announcement.
 func (p *Problem) hello(msg *nats.Msg) {
+	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+		return // nobody listened to discover yet: the workers announce themselves when they start
+	}
 	m, err := decode(msg.Data)
 	if err != nil || m.kind != kindHello {
 		p.s.Log("dist: ignored a message on %s from %s that is not a worker's hello: %v", msg.Subject, describeSender(m, msg.Subject, msg.Reply), err)

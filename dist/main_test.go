@@ -208,5 +208,3 @@ func (c *cluster) problem(t *testing.T, s Settings) *Problem {
 
 // envCoordinator makes TestMain run runCoordinator (the resume test).
 const envCoordinator = "DIST_TEST_COORDINATOR"
-
-func runCoordinator() error { return nil }

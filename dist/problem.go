@@ -105,6 +105,7 @@ type Problem struct {
 	dimX    int
 	dimY    int
 	layout  *attachedBody
+	started bool // New has returned
 
 	seq      uint64
 	buf      []byte
@@ -183,6 +184,7 @@ func New(nc *nats.Conn, s Settings) (*Problem, error) {
 		p.Close()
 		return nil, err
 	}
+	p.started = true
 	return p, nil
 }
 

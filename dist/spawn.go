@@ -92,6 +92,7 @@ type Workers struct {
 	env   []string
 	names []string
 	procs []*exec.Cmd
+	exits []chan struct{} // closed when the process has exited
 	// Stderr receives the workers' standard error (default os.Stderr).
 	Stderr io.Writer
 }
@@ -115,7 +116,7 @@ func StartWorkers(n int, e Endpoint, pool string, env ...string) (*Workers, erro
 	ws.env = append(append(append(os.Environ(), e.env()...), EnvPool+"="+pool, envParent+"="+strconv.Itoa(os.Getpid())), env...)
 	for range n {
 		ws.names = append(ws.names, fmt.Sprintf("w%d-%d", os.Getpid(), spawned.Add(1)))
-		ws.procs = append(ws.procs, nil)
+		ws.procs, ws.exits = append(ws.procs, nil), append(ws.exits, nil)
 		if err := ws.Restart(len(ws.names) - 1); err != nil {
 			ws.Close()
 			return nil, err
@@ -127,10 +128,23 @@ func StartWorkers(n int, e Endpoint, pool string, env ...string) (*Workers, erro
 // Names returns the workers' names.
 func (ws *Workers) Names() []string { return ws.names }
 
+// Running reports whether worker i's process is running.
+func (ws *Workers) Running(i int) bool {
+	if ws.exits[i] == nil {
+		return false
+	}
+	select {
+	case <-ws.exits[i]:
+		return false
+	default:
+		return true
+	}
+}
+
 // Restart starts worker i again, under its name, after it was killed or
 // exited.
 func (ws *Workers) Restart(i int) error {
-	if c := ws.procs[i]; c != nil && c.ProcessState == nil {
+	if ws.Running(i) {
 		return fmt.Errorf("dist: worker %s is running", ws.names[i])
 	}
 	c := exec.Command(ws.exe)
@@ -139,29 +153,33 @@ func (ws *Workers) Restart(i int) error {
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("dist: starting worker %s: %w", ws.names[i], err)
 	}
-	ws.procs[i] = c
+	exited := make(chan struct{})
+	go func() {
+		_ = c.Wait() // its status says only how it ended, which the caller chose or the worker printed
+		close(exited)
+	}()
+	ws.procs[i], ws.exits[i] = c, exited
 	return nil
 }
 
 // Kill kills worker i with SIGKILL, as a crash would, and waits until it
 // is gone.
 func (ws *Workers) Kill(i int) error {
-	c := ws.procs[i]
-	if c == nil || c.ProcessState != nil {
+	if !ws.Running(i) {
 		return fmt.Errorf("dist: worker %s is not running", ws.names[i])
 	}
-	if err := c.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := ws.procs[i].Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("dist: killing worker %s: %w", ws.names[i], err)
 	}
-	_ = c.Wait() // "signal: killed"
+	<-ws.exits[i]
 	return nil
 }
 
 // Close kills the workers still running and waits for them.
 func (ws *Workers) Close() error {
 	var errs []error
-	for i, c := range ws.procs {
-		if c != nil && c.ProcessState == nil {
+	for i := range ws.procs {
+		if ws.Running(i) {
 			errs = append(errs, ws.Kill(i))
 		}
 	}

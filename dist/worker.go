@@ -425,9 +425,10 @@ func (s *shard) checkMean() error {
 			continue
 		}
 		k := min(n, 4)
-		batch := make([]int, k)
+		batch, global := make([]int, k), make([]int, k)
 		for j := range batch {
 			batch[j] = j * (n - 1) / (k - 1)
+			global[j] = l.r.Start + batch[j]
 		}
 		at := func(b []int) eval {
 			e := eval{f: l.value(x, y, b), dx: make([]float64, len(x)), dy: make([]float64, len(y))}
@@ -443,8 +444,8 @@ func (s *shard) checkMean() error {
 			return m, math.Abs(a-m) <= 1e-9*(math.Abs(a)+math.Abs(b)+math.Abs(c))+1e-300
 		}
 		bad := func(what string, a, m float64) error {
-			return fmt.Errorf("the %s is not a mean over samples plus terms that do not depend on them: on samples %v of shard %d (global indices from %d) its %s is %.17g, but the sample-weighted mean of its values on %v and on %v is %.17g. Statistics of the batch (graph.BatchNorm, a normalization by the batch) couple the samples, so the result would depend on how a batch is split between shards: run such a model in one process",
-				l.name, batch, s.spec.index, l.r.Start, what, a, b1, b2, m)
+			return fmt.Errorf("the %s is not a mean over samples plus terms that do not depend on them: on samples %v of shard %d its %s is %.17g, but the sample-weighted mean of its values on %v and on %v is %.17g. Statistics of the batch (graph.BatchNorm, a normalization by the batch) couple the samples, so the result would depend on how a batch is split between shards: run such a model in one process",
+				l.name, global, s.spec.index, what, a, global[:h], global[h:], m)
 		}
 		if m, ok := mixed(all.f, e1.f, e2.f); !ok {
 			return bad("value", all.f, m)
