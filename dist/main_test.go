@@ -170,7 +170,7 @@ type cluster struct {
 
 // newCluster starts a server and n workers on pool (the test's name),
 // with env in the workers' environment; t.Cleanup stops them.
-func newCluster(t *testing.T, n int, env ...string) *cluster {
+func newCluster(t testing.TB, n int, env ...string) *cluster {
 	t.Helper()
 	srv, err := StartServer(ServerSettings{})
 	if err != nil {
@@ -192,7 +192,7 @@ func newCluster(t *testing.T, n int, env ...string) *cluster {
 }
 
 // problem makes a Problem on the cluster's pool; t.Cleanup closes it.
-func (c *cluster) problem(t *testing.T, s Settings) *Problem {
+func (c *cluster) problem(t testing.TB, s Settings) *Problem {
 	t.Helper()
 	s.Pool = c.pool
 	if s.JoinTimeout == 0 {

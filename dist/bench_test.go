@@ -1,0 +1,111 @@
+package dist
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"testing"
+
+	"github.com/gobilevel/bilevel/bench"
+	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/implicit"
+	"github.com/gobilevel/bilevel/models"
+)
+
+func init() {
+	// bench-large: bench.Large (20000×784, 10 classes, 1000 validation
+	// samples), the large logistic problem of docs/benchmarks.md.
+	Register("bench-large", func(_ []byte, sh Shard) (graph.Objective, error) {
+		s, a := bench.Large, bench.Large.Arrays()
+		rows := func(x []float64, labels []int, r Range) models.Data {
+			return models.Data{X: slices.Clone(x[r.Start*s.D : r.End*s.D]), N: r.Len(), D: s.D, Labels: slices.Clone(labels[r.Start:r.End])}
+		}
+		m, err := models.LogisticRegression(rows(a.X, a.Labels, sh.Lower), rows(a.XVal, a.LabelsVal, sh.Upper), s.C, models.LogisticSettings{})
+		a = bench.Arrays{}
+		debug.FreeOSMemory() // the other shards' rows
+		if err != nil {
+			return graph.Objective{}, err
+		}
+		return m.Objective, nil
+	})
+}
+
+// oracles is what BenchmarkOverhead times, on a problem in process or on
+// workers.
+type oracles interface {
+	implicit.Problem
+	GradG(dx, dy, x, y []float64, batch []int)
+}
+
+// overheadConfigs are BenchmarkOverhead's problems, made at its first run
+// and kept for the later ones (-count), so that the repetitions of the
+// rows interleave: the workers stop when the test binary exits.
+var overheadConfigs struct {
+	in    *bench.Instance
+	names []string
+	ps    []oracles
+}
+
+// BenchmarkOverhead times the large logistic problem's gradient ∇_W g,
+// HVP ∇_WW g·v and AID hypergradient with 10 CG steps (linearized HVPs)
+// in this process and on 1, 2 and 4 worker processes on the loopback, each
+// with its own GOMAXPROCS (default) or one thread (t1). The oracles are
+// on the whole data, at bench's point (λ, W, v). Run it with -count and
+// take each row's best: docs/distributed.md.
+func BenchmarkOverhead(b *testing.B) {
+	cf := &overheadConfigs
+	if cf.in == nil {
+		in, err := bench.NewInstance(bench.Large, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cf.in, cf.names, cf.ps = in, []string{"inproc"}, []oracles{in.P}
+		srv, err := StartServer(ServerSettings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		nc, err := Dial(srv.Endpoint())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range []struct{ workers, threads int }{{1, 0}, {2, 0}, {2, 1}, {4, 0}, {4, 1}} {
+			name := fmt.Sprintf("w%d", c.workers)
+			if c.threads > 0 {
+				name += fmt.Sprintf("t%d", c.threads)
+			}
+			if _, err := StartWorkers(c.workers, srv.Endpoint(), name); err != nil {
+				b.Fatal(err)
+			}
+			p, err := New(nc, Settings{Model: "bench-large", NumLower: bench.Large.N, NumUpper: bench.Large.NVal,
+				Workers: c.workers, Threads: c.threads, Pool: name})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cf.names, cf.ps = append(cf.names, name), append(cf.ps, p)
+		}
+	}
+	in := cf.in
+	dy, dx := make([]float64, len(in.W)), make([]float64, len(in.Lambda))
+	for i, p := range cf.ps {
+		b.Run(cf.names[i]+"/grad", func(b *testing.B) {
+			for b.Loop() {
+				p.GradG(nil, dy, in.Lambda, in.W, nil)
+			}
+		})
+		b.Run(cf.names[i]+"/hvp", func(b *testing.B) {
+			for b.Loop() {
+				p.HVP(dy, in.Lambda, in.W, in.V, nil)
+			}
+		})
+		b.Run(cf.names[i]+"/aid-cg10", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := implicit.Hypergradient(dx, p, in.Lambda, in.W, &implicit.Settings{Solver: &implicit.CG{MaxIter: 10, Tol: -1}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if d, ok := p.(*Problem); ok && d.Err() != nil {
+			b.Fatal(d.Err())
+		}
+	}
+}
