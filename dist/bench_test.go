@@ -87,23 +87,35 @@ func BenchmarkOverhead(b *testing.B) {
 	in := cf.in
 	dy, dx := make([]float64, len(in.W)), make([]float64, len(in.Lambda))
 	for i, p := range cf.ps {
-		b.Run(cf.names[i]+"/grad", func(b *testing.B) {
-			for b.Loop() {
-				p.GradG(nil, dy, in.Lambda, in.W, nil)
-			}
-		})
-		b.Run(cf.names[i]+"/hvp", func(b *testing.B) {
-			for b.Loop() {
-				p.HVP(dy, in.Lambda, in.W, in.V, nil)
-			}
-		})
-		b.Run(cf.names[i]+"/aid-cg10", func(b *testing.B) {
-			for b.Loop() {
+		for _, row := range []struct {
+			name string
+			op   func()
+		}{
+			{"grad", func() { p.GradG(nil, dy, in.Lambda, in.W, nil) }},
+			{"hvp", func() { p.HVP(dy, in.Lambda, in.W, in.V, nil) }},
+			{"aid-cg10", func() {
 				if _, err := implicit.Hypergradient(dx, p, in.Lambda, in.W, &implicit.Settings{Solver: &implicit.CG{MaxIter: 10, Tol: -1}}); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+			}},
+		} {
+			b.Run(cf.names[i]+"/"+row.name, func(b *testing.B) {
+				d, _ := p.(*Problem)
+				var before Stats
+				if d != nil {
+					before = d.Stats()
+				}
+				for b.Loop() {
+					row.op()
+				}
+				if d != nil { // the split of the time for the cost model
+					st, n := d.Stats(), float64(b.N)
+					b.ReportMetric(float64(st.Compute-before.Compute)/1e6/n, "compute-ms/op")
+					b.ReportMetric(float64(st.Wall-before.Wall-(st.Compute-before.Compute))/1e6/n, "comm-ms/op")
+					b.ReportMetric(float64(st.BytesSent+st.BytesReceived-before.BytesSent-before.BytesReceived)/1e3/n, "kB/op")
+				}
+			})
+		}
 		if d, ok := p.(*Problem); ok && d.Err() != nil {
 			b.Fatal(d.Err())
 		}

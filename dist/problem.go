@@ -674,12 +674,11 @@ func (p *Problem) CheckBatch(upper bool, size int) error {
 	if p.err != nil {
 		return p.err
 	}
-	var parts []part
-	if l.total == 0 {
-		parts = []part{{shard: p.shards[0]}}
-	} else {
-		for k, sh := range p.shards {
-			parts = append(parts, part{shard: sh, batch: []int{min(size, l.starts[k+1]-l.starts[k])}})
+	parts := []part{{shard: p.shards[0]}}
+	if l.total > 0 {
+		parts = parts[:0]
+		for _, sh := range p.shards {
+			parts = append(parts, part{shard: sh})
 		}
 	}
 	var flags uint8
@@ -687,11 +686,11 @@ func (p *Problem) CheckBatch(upper bool, size int) error {
 		flags = flagUpper
 	}
 	err := p.exchange(opCheckBatch, parts, func(pt *part, _ *workerRef, _ bool) *callBody {
-		k := 1
-		if pt.batch != nil {
-			k = pt.batch[0]
+		r := pt.shard.spec.lower
+		if upper {
+			r = pt.shard.spec.upper
 		}
-		return &callBody{op: opCheckBatch, flags: flags, arg: uint64(k)}
+		return &callBody{op: opCheckBatch, flags: flags, arg: uint64(min(size, max(r.Len(), 1)))}
 	}, 0, 0)
 	if err != nil {
 		return err

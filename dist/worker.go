@@ -55,6 +55,7 @@ type worker struct {
 	pool    string
 	log     func(format string, args ...any)
 	hello   []byte
+	threads int // GOMAXPROCS when a coordinator does not set it
 	session uint64
 	shards  map[uint32]*shard // the session's shards by index
 }
@@ -137,9 +138,9 @@ func newWorker(nc *nats.Conn, s WorkerSettings) (*worker, error) {
 	if s.Log == nil {
 		s.Log = func(string, ...any) {}
 	}
-	w := &worker{nc: nc, name: s.Name, pool: s.Pool, log: s.Log, shards: map[uint32]*shard{}}
+	w := &worker{nc: nc, name: s.Name, pool: s.Pool, log: s.Log, threads: runtime.GOMAXPROCS(0), shards: map[uint32]*shard{}}
 	w.hello = encode(nil, &message{kind: kindHello, sender: w.name, body: &helloBody{
-		host: host, pid: uint32(os.Getpid()), threads: uint16(min(runtime.GOMAXPROCS(0), math.MaxUint16)), models: Models()}})
+		host: host, pid: uint32(os.Getpid()), threads: uint16(min(w.threads, math.MaxUint16)), models: Models()}})
 	return w, nil
 }
 
@@ -257,9 +258,11 @@ func (w *worker) attach(session uint64, a *attachBody) error {
 	if err != nil {
 		return err
 	}
+	threads := w.threads
 	if a.threads > 0 {
-		runtime.GOMAXPROCS(int(a.threads))
+		threads = int(a.threads)
 	}
+	runtime.GOMAXPROCS(threads)
 	sum := sha256.Sum256(a.params)
 	byKey := map[string]*shard{}
 	for _, s := range w.shards {

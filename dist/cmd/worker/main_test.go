@@ -29,9 +29,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestExternalServer runs two worker commands against a standalone
-// nats-server (Debian's package) that wants a user and password, as across
-// machines, and checks a distributed gradient against the one computed in
-// this process. A worker with a wrong password fails with a clear error.
+// nats-server (Debian's package) with a user and password per role and
+// subject permissions, as across machines, and checks a distributed
+// gradient against the one computed in this process. A worker with a wrong
+// password fails with a clear error.
 func TestExternalServer(t *testing.T) {
 	server, err := exec.LookPath("nats-server")
 	if err != nil {
@@ -45,7 +46,20 @@ func TestExternalServer(t *testing.T) {
 	l.Close()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\nauthorization { user: worker, password: s3cret }\n", port)), 0o600); err != nil {
+	// The configuration of docs/distributed.md: a user per role, allowed
+	// only the subjects of its role in pool ext.
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:%d
+max_payload: 8MB
+authorization {
+  users = [
+    { user: coordinator, password: c-s3cret,
+      permissions: { publish: ["ext.w.>", "ext.p.>", "ext.discover"], subscribe: ["ext.c.>", "ext.hello"] } }
+    { user: worker, password: s3cret,
+      permissions: { publish: ["ext.c.>", "ext.hello"], subscribe: ["ext.w.>", "ext.p.>", "ext.discover"] } }
+  ]
+}
+`, port)
+	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	srv := exec.Command(server, "-c", conf)
@@ -54,7 +68,7 @@ func TestExternalServer(t *testing.T) {
 	}
 	defer func() { srv.Process.Kill(); srv.Wait() }()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	ep := dist.Endpoint{URL: url, User: "worker", Password: "s3cret"}
+	ep := dist.Endpoint{URL: url, User: "coordinator", Password: "c-s3cret"}
 	nc, err := dist.Dial(ep)
 	for deadline := time.Now().Add(10 * time.Second); err != nil && time.Now().Before(deadline); nc, err = dist.Dial(ep) {
 		time.Sleep(50 * time.Millisecond)
