@@ -118,27 +118,28 @@ func TestAgreement(t *testing.T) {
 				}
 			}
 			dx, dy := len(x), len(y)
-			for bi, b := range upperBatches {
-				name := fmt.Sprintf("upper batch %d", bi)
-				check(name+": F", []float64{p.F(x, y, b)}, []float64{ref.F(x, y, b)})
-				gx, gy, rx, ry := make([]float64, dx), make([]float64, dy), make([]float64, dx), make([]float64, dy)
-				p.GradF(gx, gy, x, y, b)
-				ref.GradF(rx, ry, x, y, b)
-				check(name+": GradF x", gx, rx)
-				check(name+": GradF y", gy, ry)
-				p.GradF(nil, gy, x, y, b)
-				check(name+": GradF y alone", gy, ry)
+			for _, lv := range []struct {
+				name        string
+				batches     [][]int
+				value, refV func(x, y []float64, b []int) float64
+				grad, refG  func(dx, dy, x, y []float64, b []int)
+			}{{"upper", upperBatches, p.F, ref.F, p.GradF, ref.GradF}, {"lower", lowerBatches, p.G, ref.G, p.GradG, ref.GradG}} {
+				for bi, b := range lv.batches {
+					name := fmt.Sprintf("%s batch %d", lv.name, bi)
+					check(name+": value", []float64{lv.value(x, y, b)}, []float64{lv.refV(x, y, b)})
+					gx, gy, rx, ry := make([]float64, dx), make([]float64, dy), make([]float64, dx), make([]float64, dy)
+					lv.grad(gx, gy, x, y, b)
+					lv.refG(rx, ry, x, y, b)
+					check(name+": gradient in x", gx, rx)
+					check(name+": gradient in y", gy, ry)
+					lv.grad(nil, gy, x, y, b)
+					check(name+": gradient in y alone", gy, ry)
+					lv.grad(gx, nil, x, y, b)
+					check(name+": gradient in x alone", gx, rx)
+				}
 			}
 			for bi, b := range lowerBatches {
 				name := fmt.Sprintf("lower batch %d", bi)
-				check(name+": G", []float64{p.G(x, y, b)}, []float64{ref.G(x, y, b)})
-				gx, gy, rx, ry := make([]float64, dx), make([]float64, dy), make([]float64, dx), make([]float64, dy)
-				p.GradG(gx, gy, x, y, b)
-				ref.GradG(rx, ry, x, y, b)
-				check(name+": GradG x", gx, rx)
-				check(name+": GradG y", gy, ry)
-				p.GradG(gx, nil, x, y, b)
-				check(name+": GradG x alone", gx, rx)
 				hv, rv := make([]float64, dy), make([]float64, dy)
 				p.HVP(hv, x, y, v, b)
 				ref.HVP(rv, x, y, v, b)
