@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestNewRefuses checks that New refuses, with an error saying why, the
@@ -72,7 +74,7 @@ func TestMessageTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	tp := testParams{N: 10, NVal: 5, D: 3, C: 3, Seed: 3}
+	tp := testParams{N: 10, NVal: 5, D: 6, C: 3, Seed: 3}
 	params, err := json.Marshal(struct {
 		testParams
 		Padding string
@@ -80,8 +82,21 @@ func TestMessageTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(nc, Settings{Model: "logistic", Params: params, NumLower: tp.N, NumUpper: tp.NVal, Workers: 1, Pool: "large", JoinTimeout: 30 * time.Second})
+	s := Settings{Model: "logistic", Params: params, NumLower: tp.N, NumUpper: tp.NVal, Workers: 1, Pool: "large", JoinTimeout: 30 * time.Second}
+	_, err = New(nc, s)
 	if err == nil || !strings.Contains(err.Error(), "exceeds the server's max_payload of 2048 bytes") {
 		t.Fatalf("New with 3 KB of parameters on a 2 KB server: %v", err)
+	}
+	// A reply too large: the dense 18×18 Hessian takes 2.6 KB.
+	s.Params = tp.bytes()
+	p, err := New(nc, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var h mat.SymDense
+	p.HessYY(&h, p.X0(nil), p.Y0(nil), nil)
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), "its result reply of 26") || !strings.Contains(err.Error(), "bytes exceeds the server's max_payload of 2048 bytes") {
+		t.Fatalf("HessYY of 2.6 KB on a 2 KB server: %v", err)
 	}
 }

@@ -161,13 +161,23 @@ func defaultName(host string) string {
 	return name[:min(len(name), maxName-len(pid)-1)] + "-" + pid
 }
 
-// reply sends m to the request's reply subject, if it has one.
+// reply sends m to the request's reply subject, if it has one; a reply
+// too large for the server becomes an error saying so.
 func (w *worker) reply(req *nats.Msg, m *message) {
 	if req.Reply == "" {
 		return
 	}
 	m.sender = w.name
-	_ = w.nc.Publish(req.Reply, encode(nil, m))
+	b := encode(nil, m)
+	if limit := w.nc.MaxPayload(); int64(len(b)) > limit {
+		var shard uint32
+		if r, ok := m.body.(*resultBody); ok {
+			shard = r.shard
+		}
+		b = encode(nil, &message{kind: kindError, sender: w.name, session: m.session, seq: m.seq, body: &errorBody{shard: shard, code: codeFailed,
+			text: fmt.Sprintf("its %s reply of %d bytes exceeds the server's max_payload of %d bytes: raise max_payload in the server's configuration", kindNames[m.kind], len(b), limit)}})
+	}
+	_ = w.nc.Publish(req.Reply, b) // a lost connection shows as a silent worker
 }
 
 // describeSender names the sender of a message that could not be used.
