@@ -177,7 +177,6 @@ func New(nc *nats.Conn, s Settings) (*Problem, error) {
 			p.Close()
 			return nil, fmt.Errorf("dist: subscribing to %s: %w", subj, err)
 		}
-		sub.SetPendingLimits(-1, -1)
 		p.subs = append(p.subs, sub)
 	}
 	if err := p.start(); err != nil {

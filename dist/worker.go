@@ -78,8 +78,9 @@ type linEntry struct {
 // Serve makes this process a worker of s.Pool on nc: it announces itself,
 // builds the shards a coordinator attaches (with the models registered in
 // this program) and answers their oracle calls, one at a time, until ctx
-// is done (it returns nil) or nc closes (an error). A malformed or foreign message is logged and refused with
-// an error reply naming it; it never stops the worker.
+// is done (it returns nil) or nc closes (an error); it takes over nc's
+// closed handler. A malformed or foreign message is logged and refused
+// with an error reply naming it; it never stops the worker.
 func Serve(ctx context.Context, nc *nats.Conn, s WorkerSettings) error {
 	w, err := newWorker(nc, s)
 	if err != nil {
@@ -100,12 +101,11 @@ func Serve(ctx context.Context, nc *nats.Conn, s WorkerSettings) error {
 		{subject(w.pool, "discover"), w.discover},
 	}
 	for _, sub := range subs {
-		s, err := nc.Subscribe(sub.subj, sub.h)
+		ns, err := nc.Subscribe(sub.subj, sub.h)
 		if err != nil {
 			return fmt.Errorf("dist: worker %s: subscribing to %s: %w", w.name, sub.subj, err)
 		}
-		s.SetPendingLimits(-1, -1)
-		defer s.Unsubscribe()
+		defer ns.Unsubscribe()
 	}
 	if err := nc.Publish(subject(w.pool, "hello"), w.hello); err != nil {
 		return fmt.Errorf("dist: worker %s: announcing itself: %w", w.name, err)
