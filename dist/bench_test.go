@@ -69,7 +69,7 @@ func overheadConfig(b *testing.B, name string) *Problem {
 		if err != nil {
 			b.Fatal(err)
 		}
-		nc, err := Dial(srv.Endpoint())
+		nc, err := srv.Dial()
 		if err != nil {
 			b.Fatal(err)
 		}

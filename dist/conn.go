@@ -232,6 +232,14 @@ func StartServer(s ServerSettings) (*Server, error) {
 // Endpoint returns the server's URL and the credentials it admits.
 func (s *Server) Endpoint() Endpoint { return s.ep }
 
+// Dial connects to the server from this process without a socket (no
+// system calls, no copies through the kernel), with its credentials; opts
+// are as for the package's Dial. Coordinators beside their embedded server
+// connect this way.
+func (s *Server) Dial(opts ...nats.Option) (*nats.Conn, error) {
+	return Dial(s.ep, append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)
+}
+
 // Close shuts the server down and waits until it has.
 func (s *Server) Close() {
 	s.ns.Shutdown()

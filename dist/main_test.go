@@ -183,7 +183,7 @@ func newCluster(t testing.TB, n int, env ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	nc, err := Dial(srv.Endpoint())
+	nc, err := srv.Dial()
 	if err != nil {
 		t.Fatal(err)
 	}

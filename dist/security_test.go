@@ -107,6 +107,10 @@ func TestTLS(t *testing.T) {
 		t.Error("the connection is not TLS")
 	}
 	nc.Close()
+	if nc, err = srv.Dial(); err != nil {
+		t.Fatalf("in-process connection to a TLS server: %v", err)
+	}
+	nc.Close()
 	untrusting := ep
 	untrusting.CAFile = ""
 	if nc, err := Dial(untrusting); err == nil {

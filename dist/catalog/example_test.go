@@ -24,7 +24,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer workers.Close()
-	nc, err := dist.Dial(srv.Endpoint())
+	nc, err := srv.Dial() // in process, no socket
 	if err != nil {
 		log.Fatal(err)
 	}
