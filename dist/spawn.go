@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -93,8 +92,6 @@ type Workers struct {
 	names []string
 	procs []*exec.Cmd
 	exits []chan struct{} // closed when the process has exited
-	// Stderr receives the workers' standard error (default os.Stderr).
-	Stderr io.Writer
 }
 
 var spawned atomic.Int64
@@ -102,8 +99,9 @@ var spawned atomic.Int64
 // StartWorkers starts n processes of this very program (os.Executable)
 // in worker mode, connected to e and serving pool, with env added to
 // their environment. The program must call ServeIfWorker at the top of
-// main (TestMain in tests): that is where they serve. They exit when this
-// process does, or on Close.
+// main (TestMain in tests): that is where they serve. Their output goes
+// to this process's standard error. They exit when this process does, or
+// on Close.
 func StartWorkers(n int, e Endpoint, pool string, env ...string) (*Workers, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -112,7 +110,7 @@ func StartWorkers(n int, e Endpoint, pool string, env ...string) (*Workers, erro
 	if pool == "" {
 		pool = DefaultPool
 	}
-	ws := &Workers{exe: exe, Stderr: os.Stderr}
+	ws := &Workers{exe: exe}
 	ws.env = append(append(append(os.Environ(), e.env()...), EnvPool+"="+pool, envParent+"="+strconv.Itoa(os.Getpid())), env...)
 	for range n {
 		ws.names = append(ws.names, fmt.Sprintf("w%d-%d", os.Getpid(), spawned.Add(1)))
@@ -149,7 +147,7 @@ func (ws *Workers) Restart(i int) error {
 	}
 	c := exec.Command(ws.exe)
 	c.Env = append(ws.env[:len(ws.env):len(ws.env)], EnvWorker+"="+ws.names[i])
-	c.Stdout, c.Stderr = ws.Stderr, ws.Stderr
+	c.Stdout, c.Stderr = os.Stderr, os.Stderr
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("dist: starting worker %s: %w", ws.names[i], err)
 	}
