@@ -1,9 +1,9 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -37,20 +37,23 @@ func supportedOp(op G.Op) (string, bool) {
 	case logSoftmaxOp, gatherOp, batchNormOp:
 		return op.String(), true
 	}
-	name := opTypeName(op)
+	name := typeName(op)
 	switch name {
 	case "elemBinOp":
-		t, retSame := binOpType(op)
-		if t >= 5 && !retSame {
-			return op.String() + " returning booleans", false
+		sym, retSame := binOpSymbol(op)
+		if _, ok := cmpKinds[sym]; ok {
+			if !retSame {
+				return op.String() + " returning booleans", false
+			}
+			return op.String(), true
 		}
-		return op.String(), t <= 10
+		_, ok := arithOps[sym]
+		return op.String(), ok
 	case "elemUnaryOp":
 		_, ok := unaryOps[op.String()]
 		return op.String(), ok
 	case "linAlgBinOp":
-		k := fieldInt(op, "āBinaryOperator")
-		return op.String(), k <= 3
+		return op.String(), linAlgKind(op) != "batched"
 	case "sumOp", "maxOp", "reshapeOp", "transposeOp", "repeatOp", "sizeOp", "concatOp",
 		"sliceOp", "softmaxOp", "im2colOp", "maxPoolOp", "constantScalar", "constantTensor":
 		return op.String(), true
@@ -65,59 +68,23 @@ var unaryOps = map[string]opKind{
 	"sigmoid": opSigmoid, "log1p": opLog1p, "expm1": opExpm1, "softplus": opSoftplus,
 }
 
-func opTypeName(op G.Op) string {
-	t := reflect.TypeOf(op)
-	for t.Kind() == reflect.Ptr {
-		t = t.Elem()
-	}
-	return t.Name()
-}
+// arithOps and cmpKinds map the operator symbols of gorgonia's elemBinOp
+// (as its String method writes them) to IR operations.
+var (
+	arithOps = map[string]opKind{"+": opAdd, "-": opSub, "⊙": opMul, "÷": opDiv, "^": opPow}
+	cmpKinds = map[string]int{"<": cmpLT, ">": cmpGT, "<=": cmpLE, ">=": cmpGE, "==": cmpEQ, "!=": cmpNE}
+)
 
-// field returns the struct field name of op (a struct or a pointer to one).
-func field(op any, name string) reflect.Value {
-	v := reflect.ValueOf(op)
-	for v.Kind() == reflect.Ptr || v.Kind() == reflect.Interface {
-		v = v.Elem()
+// binOpSymbol returns the operator symbol of a gorgonia elemBinOp and
+// whether it returns values of its operands' type (retSame), from its
+// String method ("+ false", say).
+func binOpSymbol(op G.Op) (string, bool) {
+	s := op.String()
+	i := strings.LastIndexByte(s, ' ')
+	if i < 0 {
+		importPanic("gorgonia's elementwise operation %q is not written as \"operator retSame\"", s)
 	}
-	return v.FieldByName(name)
-}
-
-func intsOf(v reflect.Value) []int {
-	r := make([]int, v.Len())
-	for i := range r {
-		r[i] = asInt(v.Index(i))
-	}
-	return r
-}
-
-func fieldInt(op any, name string) int { return asInt(field(op, name)) }
-
-func asInt(v reflect.Value) int {
-	switch v.Kind() {
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return int(v.Uint())
-	}
-	return int(v.Int())
-}
-
-// binOpType returns the operator number of an elemBinOp (0 + 1 - 2 ⊙ 3 ÷
-// 4 ^ 5 < 6 > 7 <= 8 >= 9 == 10 !=) and its retSame flag.
-func binOpType(op G.Op) (uint64, bool) {
-	inner := field(op, "ʘBinaryOperator")
-	for inner.Kind() == reflect.Interface || inner.Kind() == reflect.Ptr {
-		inner = inner.Elem()
-	}
-	return inner.FieldByName("ʘBinaryOperatorType").Uint(), field(op, "retSame").Bool()
-}
-
-// children returns n's arguments in order.
-func children(n *G.Node) []*G.Node {
-	var r []*G.Node
-	it := n.Graph().From(n.ID())
-	for it.Next() {
-		r = append(r, it.Node().(*G.Node))
-	}
-	return r
+	return s[:i], s[i+1:] == "true"
 }
 
 // nodeName describes a gorgonia node for error messages.
@@ -128,35 +95,148 @@ func nodeName(n *G.Node) string {
 	return fmt.Sprintf("%q (%s)", n.Name(), n.Op().String())
 }
 
-// checkSupported walks everything the roots depend on and reports every
-// unsupported operation and every non-float64 node at once.
-func checkSupported(roots ...*G.Node) error {
-	seen := map[*G.Node]bool{}
+// source is what graph/ reads of the user's gorgonia graph: the nodes the
+// objectives depend on, each with its arguments, read once and checked.
+type source struct {
+	args  map[*G.Node][]*G.Node
+	order []*G.Node // every node after its arguments
+}
+
+// scan reads the nodes the roots depend on and their arguments, and
+// reports every problem at once: operations graph/ does not import,
+// non-float64 nodes, and arguments that disagree with the graph (see
+// checkArgs).
+func scan(roots ...*G.Node) (*source, error) {
+	src := &source{args: map[*G.Node][]*G.Node{}}
 	var bad []string
+	edges := map[*G.ExprGraph]*graphEdges{}
 	var visit func(n *G.Node)
 	visit = func(n *G.Node) {
-		if seen[n] {
+		if _, ok := src.args[n]; ok {
 			return
 		}
-		seen[n] = true
-		if dt := n.Dtype(); dt != tensor.Float64 {
-			bad = append(bad, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64 (build the graph in float64 and set Objective.Float32Data to hold the data in float32)", nodeName(n), dt))
-		}
-		if op := n.Op(); op != nil {
-			if name, ok := supportedOp(op); !ok {
-				bad = append(bad, fmt.Sprintf("node %s: unsupported operation %s", nodeName(n), name))
-			}
-		}
-		for _, c := range children(n) {
+		args, problems := inspect(n, edges)
+		src.args[n] = args
+		bad = append(bad, problems...)
+		for _, c := range args {
 			visit(c)
 		}
+		src.order = append(src.order, n)
 	}
 	for _, r := range roots {
 		visit(r)
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)
-		return fmt.Errorf("graph: %s (supported operations: %s)", strings.Join(bad, "; "), strings.Join(Supported, "; "))
+		msg := strings.Join(bad, "; ")
+		if strings.Contains(msg, "unsupported operation") {
+			msg += " (supported operations: " + strings.Join(Supported, "; ") + ")"
+		}
+		return nil, errors.New("graph: " + msg)
+	}
+	return src, nil
+}
+
+// inspect reads n's arguments, checks them (checkArgs), n's dtype and
+// operation, and returns the arguments and every problem found. Anything
+// unexpected in n is a problem, never a panic.
+func inspect(n *G.Node, edges map[*G.ExprGraph]*graphEdges) (args []*G.Node, problems []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			args, problems = nil, append(problems, fmt.Sprintf("node %q: unexpected in a gorgonia graph: %v", n.Name(), r))
+		}
+	}()
+	if n.Type() == nil {
+		return nil, []string{fmt.Sprintf("node %q has no type", n.Name())}
+	}
+	if dt := n.Dtype(); dt != tensor.Float64 {
+		problems = append(problems, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64 (build the graph in float64 and set Objective.Float32Data to hold the data in float32)", nodeName(n), dt))
+	}
+	args = nodeArgs(n)
+	if err := checkArgs(n, args, edges); err != nil {
+		return nil, append(problems, fmt.Sprintf("node %s: %v", nodeName(n), err))
+	}
+	if op := n.Op(); op != nil {
+		if name, ok := supportedOp(op); !ok {
+			problems = append(problems, fmt.Sprintf("node %s: unsupported operation %s", nodeName(n), name))
+		}
+	}
+	return args, problems
+}
+
+// graphEdges holds the (argument, node) pairs of a gorgonia graph and its
+// nodes, read from the graph's own edge list, which does not go through
+// the id→index cache that ExprGraph.RemoveNode leaves stale.
+type graphEdges struct {
+	pairs map[[2]*G.Node]bool
+	nodes map[*G.Node]bool
+}
+
+func edgesOf(g *G.ExprGraph) *graphEdges {
+	e := &graphEdges{pairs: map[[2]*G.Node]bool{}, nodes: map[*G.Node]bool{}}
+	for _, n := range g.AllNodes() {
+		e.nodes[n] = true
+	}
+	it := g.Edges()
+	for it.Next() {
+		ed := it.Edge()
+		from, ok1 := ed.From().(*G.Node)
+		to, ok2 := ed.To().(*G.Node)
+		if ok1 && ok2 {
+			e.pairs[[2]*G.Node{from, to}] = true
+		}
+	}
+	return e
+}
+
+// checkArgs cross-checks the arguments read from n against gorgonia's
+// other records of them: their number against the operation's arity, their
+// graph against n's, the graph's edge list (for arguments still in the
+// graph's node list: gorgonia's stabilization removes nodes that others
+// may still read), and n's shape against the one its operation infers from
+// the arguments' shapes.
+func checkArgs(n *G.Node, args []*G.Node, edges map[*G.ExprGraph]*graphEdges) error {
+	op := n.Op()
+	if op == nil {
+		if len(args) > 0 {
+			return fmt.Errorf("an input node with %d arguments", len(args))
+		}
+		return nil
+	}
+	if a := op.Arity(); a >= 0 && a != len(args) {
+		return fmt.Errorf("operation %v takes %d arguments, the node has %d", op, a, len(args))
+	}
+	g := n.Graph()
+	if g == nil {
+		return fmt.Errorf("a computed node in no graph")
+	}
+	e := edges[g]
+	if e == nil {
+		e = edgesOf(g)
+		edges[g] = e
+	}
+	ds := make([]G.DimSizer, len(args))
+	for i, c := range args {
+		switch {
+		case c == nil:
+			return fmt.Errorf("argument %d is nil", i)
+		case c.Graph() != g:
+			return fmt.Errorf("argument %d, %s, belongs to another graph", i, nodeName(c))
+		case e.nodes[c] && !e.pairs[[2]*G.Node{c, n}]:
+			return fmt.Errorf("argument %d, %s, is not an argument of the node in the graph's edge list", i, nodeName(c))
+		}
+		if s, ok := c.Op().(G.DimSizer); ok {
+			ds[i] = s
+		} else {
+			ds[i] = c.Shape()
+		}
+	}
+	shape, err := op.InferShape(ds...)
+	if err != nil {
+		return fmt.Errorf("its operation cannot infer a shape from its arguments: %v", err)
+	}
+	if !shape.Eq(n.Shape()) && !(shape.IsScalarEquiv() && n.Shape().IsScalarEquiv()) {
+		return fmt.Errorf("its arguments give it shape %v, the graph records %v", shape, n.Shape())
 	}
 	return nil
 }
@@ -166,47 +246,66 @@ func checkSupported(roots ...*G.Node) error {
 // input node is a constant holding its current value.
 type importer struct {
 	b      *builder
+	src    *source
 	leaves map[*G.Node]*node
 	fixed  map[*G.Node][]float64 // values of the other input nodes
 	ir     map[*G.Node]*node
 }
 
-func newImporter(b *builder, leaves map[*G.Node]*node, fixed map[*G.Node][]float64) *importer {
-	return &importer{b: b, leaves: leaves, fixed: fixed, ir: map[*G.Node]*node{}}
+func newImporter(b *builder, src *source, leaves map[*G.Node]*node, fixed map[*G.Node][]float64) *importer {
+	return &importer{b: b, src: src, leaves: leaves, fixed: fixed, ir: map[*G.Node]*node{}}
 }
 
 // node returns the IR of n, building it and its arguments as needed.
-func (im *importer) node(n *G.Node) (res *node, err error) {
+func (im *importer) node(n *G.Node) (*node, error) {
 	if r, ok := im.ir[n]; ok {
 		return r, nil
 	}
-	var args []*node
-	for _, c := range children(n) {
+	gargs, ok := im.src.args[n]
+	if !ok {
+		return nil, fmt.Errorf("graph: node %s was not read when the problem was compiled", nodeName(n))
+	}
+	args := make([]*node, len(gargs))
+	for i, c := range gargs {
 		a, err := im.node(c)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, a)
+		args[i] = a
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			se, ok := r.(shapeError)
-			if !ok {
-				panic(r)
-			}
-			shapes := make([]string, len(args))
-			for i, a := range args {
-				shapes[i] = fmt.Sprint(a.shape)
-			}
-			res, err = nil, fmt.Errorf("graph: node %s with argument shapes [%s]: %s", nodeName(n), strings.Join(shapes, " "), se.msg)
-		}
-	}()
-	res, err = im.translate(n, args)
+	res, err := im.translateChecked(n, args)
 	if err != nil {
 		return nil, err
 	}
 	im.ir[n] = res
 	return res, nil
+}
+
+// translateChecked is translate with every panic of an IR constructor or
+// of the reading of gorgonia's operation turned into an error naming n and
+// its arguments' shapes.
+func (im *importer) translateChecked(n *G.Node, args []*node) (res *node, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		shapes := make([]string, len(args))
+		for i, a := range args {
+			shapes[i] = fmt.Sprint(a.shape)
+		}
+		var msg string
+		switch e := r.(type) {
+		case shapeError:
+			msg = e.msg
+		case importError:
+			msg = e.msg
+		default:
+			msg = fmt.Sprintf("internal error: %v", r)
+		}
+		res, err = nil, fmt.Errorf("graph: node %s with argument shapes [%s]: %s", nodeName(n), strings.Join(shapes, " "), msg)
+	}()
+	return im.translate(n, args)
 }
 
 func valueData(n *G.Node) ([]float64, error) {
@@ -244,7 +343,7 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 	case batchNormOp:
 		return b.batchNorm(a[0], a[1], a[2], op.eps), nil
 	}
-	switch opTypeName(op) {
+	switch typeName(op) {
 	case "constantScalar", "constantTensor":
 		d, err := valueData(n)
 		if err != nil {
@@ -252,11 +351,11 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		}
 		return b.constant([]int(n.Shape()), append([]float64{}, d...)), nil
 	case "elemBinOp":
-		t, _ := binOpType(op)
-		if t >= 5 {
-			return b.cmp(int(t-5), a[0], a[1]), nil
+		sym, _ := binOpSymbol(op)
+		if kind, ok := cmpKinds[sym]; ok {
+			return b.cmp(kind, a[0], a[1]), nil
 		}
-		return b.binary([]opKind{opAdd, opSub, opMul, opDiv, opPow}[t], a[0], a[1]), nil
+		return b.binary(arithOps[sym], a[0], a[1]), nil
 	case "elemUnaryOp":
 		name := op.String()
 		r := b.unary(unaryOps[name], a[0])
@@ -265,28 +364,28 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		}
 		return r, nil
 	case "linAlgBinOp":
-		tx, ty := field(op, "transA").Bool(), field(op, "transB").Bool()
-		switch fieldInt(op, "āBinaryOperator") {
-		case 0:
+		tx, ty := privateBool(op, "transA"), privateBool(op, "transB")
+		switch linAlgKind(op) {
+		case "matmul":
 			return b.matmul(a[0], a[1], tx, ty), nil
-		case 1:
+		case "matvec":
 			if len(a[1].shape) != 1 {
 				shapePanic("matrix×vector with a right operand of shape %v", a[1].shape)
 			}
 			col := b.reshape(a[1], []int{a[1].size, 1})
 			p := b.matmul(a[0], col, tx, false)
 			return b.reshape(p, []int{p.size}), nil
-		case 2:
+		case "vecdot":
 			return b.sumAll(b.binary(opMul, a[0], a[1])), nil
-		case 3:
+		case "outer":
 			return b.matmul(b.reshape(a[0], []int{a[0].size, 1}), b.reshape(a[1], []int{1, a[1].size}), false, false), nil
 		}
 	case "sumOp", "maxOp":
 		kind := opSum
-		if opTypeName(op) == "maxOp" {
+		if typeName(op) == "maxOp" {
 			kind = opMax
 		}
-		along := intsOf(field(op, "along"))
+		along := privateInts(op, "along")
 		if len(along) == 0 {
 			for i := range a[0].shape {
 				along = append(along, i)
@@ -299,13 +398,14 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		}
 		return r, nil
 	case "reshapeOp":
-		return b.reshape(a[0], adaptReshape(intsOf(field(op, "from")), intsOf(field(op, "to")), a[0].shape)), nil
+		from := im.src.args[n][0].Shape()
+		return b.reshape(a[0], adaptReshape(from, n.Shape(), a[0].shape)), nil
 	case "transposeOp":
-		return b.transpose(a[0], intsOf(field(op, "pattern"))), nil
+		return b.transpose(a[0], privateInts(op, "pattern")), nil
 	case "sizeOp":
-		return b.sizeNode(a[0], fieldInt(op, "axis")), nil
+		return b.sizeNode(a[0], privateInt(op, "axis")), nil
 	case "repeatOp":
-		along := fieldInt(op, "along")
+		along := privateInt(op, "along")
 		shape := cloneInts(a[0].shape)
 		if along >= len(shape) || len(a) != 2 {
 			shapePanic("repeat along axis %d of shape %v", along, shape)
@@ -313,11 +413,14 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		shape[along] = int(scalarValue(a[1]))
 		return b.broadcast(a[0], shape), nil
 	case "concatOp":
-		return b.concat(fieldInt(op, "axis"), a), nil
+		return b.concat(privateInt(op, "axis"), a), nil
 	case "sliceOp":
-		axis := fieldInt(op, "along")
+		axis := privateInt(op, "along")
+		if axis < 0 || axis >= len(a[0].shape) {
+			shapePanic("slice along axis %d of shape %v", axis, a[0].shape)
+		}
 		start, end, step := 0, a[0].shape[axis], 1
-		if s, ok := field(op, "Slice").Interface().(tensor.Slice); ok && s != nil {
+		if s := sliceOf(op); s != nil {
 			start, end, step = s.Start(), s.End(), s.Step()
 			if step < 1 {
 				step = 1
@@ -332,21 +435,34 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		}
 		return b.slice(a[0], axis, start, end, step, drop), nil
 	case "softmaxOp":
-		ls := b.logSoftmax(a[0], normAxis(fieldInt(op, "axis"), len(a[0].shape)))
-		if field(op, "isLog").Bool() {
+		ls := b.logSoftmax(a[0], normAxis(privateInt(op, "axis"), len(a[0].shape)))
+		if privateBool(op, "isLog") {
 			return ls, nil
 		}
 		return b.unary(opExp, ls), nil
 	case "im2colOp":
-		p := convParams{fieldInt(op, "h"), fieldInt(op, "w"), fieldInt(op, "padH"), fieldInt(op, "padW"),
-			fieldInt(op, "strideH"), fieldInt(op, "strideW"), fieldInt(op, "dilationH"), fieldInt(op, "dilationW")}
+		f := func(name string) int { return privateInt(op, name) }
+		p := convParams{f("h"), f("w"), f("padH"), f("padW"), f("strideH"), f("strideW"), f("dilationH"), f("dilationW")}
 		return b.im2col(a[0], p), nil
 	case "maxPoolOp":
-		p := poolParams{fieldInt(op, "h"), fieldInt(op, "w"), fieldInt(op, "padNorth"), fieldInt(op, "padSouth"),
-			fieldInt(op, "padWest"), fieldInt(op, "padEast"), fieldInt(op, "strideH"), fieldInt(op, "strideW")}
-		return b.poolGather(a[0], a[0], p), nil
+		return b.poolGather(a[0], a[0], gorgoniaPool(op)), nil
 	}
 	return nil, fmt.Errorf("graph: node %s: unsupported operation %s", nodeName(n), op)
+}
+
+// gorgoniaPool returns the windows of gorgonia's maxPoolOp. With four
+// padding values (north, south, west, east) gorgonia's kernel starts the
+// windows padSouth rows above and padEast columns left of the image, not
+// padNorth and padWest, while the output size counts all four: graph/
+// computes what gorgonia computes.
+func gorgoniaPool(op G.Op) poolParams {
+	f := func(name string) int { return privateInt(op, name) }
+	p := poolParams{kh: f("h"), kw: f("w"), padN: f("padNorth"), padS: f("padSouth"),
+		padW: f("padWest"), padE: f("padEast"), sH: f("strideH"), sW: f("strideW")}
+	if privateBool(op, "explicitPadding") {
+		p.padN, p.padS, p.padW, p.padE = p.padS, p.padN, p.padE, p.padW
+	}
+	return p
 }
 
 func normAxis(axis, rank int) int {

@@ -74,6 +74,7 @@ type Problem struct {
 	dimX, dimY             int
 	x0, y0                 []float64
 	levels                 [2]level // lowerLevel, upperLevel
+	src                    *source
 	fixed                  map[*G.Node][]float64
 	worlds                 map[worldKey]*world
 	stats                  Stats
@@ -116,13 +117,14 @@ func Compile(obj Objective) (*Problem, error) {
 			return nil, fmt.Errorf("graph: objective %s has shape %v; want a scalar", nodeName(r), r.Shape())
 		}
 	}
-	if err := checkSupported(obj.Upper, obj.Lower); err != nil {
+	src, err := scan(obj.Upper, obj.Lower)
+	if err != nil {
 		return nil, err
 	}
-	p := &Problem{fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
+	p := &Problem{src: src, fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
 	var indices map[*G.Node]bool // data kept in float64 under Float32Data
 	if obj.Float32Data {
-		indices = gatherIndices(obj.Upper, obj.Lower)
+		indices = src.gatherIndices()
 	}
 	role := map[*G.Node]string{}
 	claim := func(n *G.Node, what string) error {
@@ -138,7 +140,6 @@ func Compile(obj Objective) (*Problem, error) {
 		role[n] = what
 		return nil
 	}
-	var err error
 	if p.outer, p.x0, err = layout(obj.Outer, "outer variable", claim); err != nil {
 		return nil, err
 	}
@@ -184,7 +185,7 @@ func Compile(obj Objective) (*Problem, error) {
 		p.levels[lv] = l
 	}
 	// Snapshot every other input the objectives read.
-	for _, n := range reachable(obj.Upper, obj.Lower) {
+	for _, n := range src.order {
 		if n.Op() == nil && role[n] == "" {
 			vals, err := valueData(n)
 			if err != nil {
@@ -221,33 +222,29 @@ func layout(vars []*G.Node, what string, claim func(*G.Node, string) error) ([]V
 	return vs, init, nil
 }
 
-// reachable lists the nodes the roots depend on, roots included.
-func reachable(roots ...*G.Node) []*G.Node {
+// reachable returns the set of nodes root depends on, root included.
+func (src *source) reachable(root *G.Node) map[*G.Node]bool {
 	seen := map[*G.Node]bool{}
-	var out []*G.Node
 	var visit func(n *G.Node)
 	visit = func(n *G.Node) {
 		if seen[n] {
 			return
 		}
 		seen[n] = true
-		out = append(out, n)
-		for _, c := range children(n) {
+		for _, c := range src.args[n] {
 			visit(c)
 		}
 	}
-	for _, r := range roots {
-		visit(r)
-	}
-	return out
+	visit(root)
+	return seen
 }
 
-// gatherIndices returns the nodes the roots read as Gather indices.
-func gatherIndices(roots ...*G.Node) map[*G.Node]bool {
+// gatherIndices returns the nodes read as Gather indices.
+func (src *source) gatherIndices() map[*G.Node]bool {
 	idx := map[*G.Node]bool{}
-	for _, n := range reachable(roots...) {
+	for _, n := range src.order {
 		if _, ok := n.Op().(gatherOp); ok {
-			idx[children(n)[1]] = true
+			idx[src.args[n][1]] = true
 		}
 	}
 	return idx
@@ -257,14 +254,7 @@ func gatherIndices(roots ...*G.Node) map[*G.Node]bool {
 // does not read (its Hessian block would be zero), an outer variable
 // neither objective reads.
 func (p *Problem) checkDependence(obj Objective) error {
-	inG := map[*G.Node]bool{}
-	for _, n := range reachable(obj.Lower) {
-		inG[n] = true
-	}
-	inF := map[*G.Node]bool{}
-	for _, n := range reachable(obj.Upper) {
-		inF[n] = true
-	}
+	inG, inF := p.src.reachable(obj.Lower), p.src.reachable(obj.Upper)
 	for _, y := range obj.Inner {
 		if !inG[y] {
 			return fmt.Errorf("graph: the lower objective %s does not depend on inner variable %s; every inner variable must enter g", nodeName(obj.Lower), nodeName(y))

@@ -52,7 +52,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		for i, n := range p.innerNodes {
 			m[n] = y[i]
 		}
-		out, err := newImporter(b, m, p.fixed).node(root)
+		out, err := newImporter(b, p.src, m, p.fixed).node(root)
 		if err != nil {
 			return nil, err
 		}

@@ -76,7 +76,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	for i, d := range other.data {
 		leaves[d] = b.dataConstant([]int(d.Shape()), other.full[i])
 	}
-	im := newImporter(b, leaves, p.fixed)
+	im := newImporter(b, p.src, leaves, p.fixed)
 	out, err := im.node(l.root)
 	if err != nil {
 		if batch >= 0 {
