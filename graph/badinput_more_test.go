@@ -43,6 +43,13 @@ func TestBadInputMore(t *testing.T) {
 			c := G.NewVector(o.Lower.Graph(), G.Float64, G.WithShape(3), G.WithName("novalue"))
 			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(c))))
 			return o
+		}, []string{"novalue", "declared in none of"}},
+		{"constant without a value", func() Objective {
+			o := ridge(ridgeA, ridgeT, 4, 3)
+			c := G.NewVector(o.Lower.Graph(), G.Float64, G.WithShape(3), G.WithName("novalue"))
+			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(c))))
+			o.Constants = []*G.Node{c}
+			return o
 		}, []string{"novalue", "has no value"}},
 		{"two unsupported operations", func() Objective {
 			o := ridge(ridgeA, ridgeT, 4, 3)

@@ -87,6 +87,15 @@ func binOpSymbol(op G.Op) (string, bool) {
 	return s[:i], s[i+1:] == "true"
 }
 
+// isGorgoniaConstant reports whether n was made by gorgonia.NewConstant.
+func isGorgoniaConstant(n *G.Node) bool {
+	switch typeName(n.Op()) {
+	case "constantScalar", "constantTensor":
+		return true
+	}
+	return false
+}
+
 // nodeName describes a gorgonia node for error messages.
 func nodeName(n *G.Node) string {
 	if n.Op() == nil {
@@ -203,6 +212,12 @@ func checkArgs(n *G.Node, args []*G.Node, edges map[*G.ExprGraph]*graphEdges) er
 		}
 		return nil
 	}
+	if isGorgoniaConstant(n) {
+		if len(args) > 0 {
+			return fmt.Errorf("a constant with %d arguments", len(args))
+		}
+		return nil
+	}
 	if a := op.Arity(); a >= 0 && a != len(args) {
 		return fmt.Errorf("operation %v takes %d arguments, the node has %d", op, a, len(args))
 	}
@@ -308,11 +323,20 @@ func (im *importer) translateChecked(n *G.Node, args []*node) (res *node, err er
 	return im.translate(n, args)
 }
 
-func valueData(n *G.Node) ([]float64, error) {
+// valueData returns the float64 values an input or constant node holds.
+func valueData(n *G.Node) (vals []float64, err error) {
 	v := n.Value()
 	if v == nil {
 		return nil, fmt.Errorf("graph: input node %s has no value: bind one with gorgonia.WithValue or gorgonia.Let, or declare it as a variable or data", nodeName(n))
 	}
+	if s := v.Shape(); len(s) > 0 && sizeOf(s) == 0 {
+		return []float64{}, nil // gorgonia's Data panics on an empty tensor
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			vals, err = nil, fmt.Errorf("graph: reading the value of node %s: %v", nodeName(n), r)
+		}
+	}()
 	switch d := v.Data().(type) {
 	case []float64:
 		return d, nil

@@ -167,7 +167,7 @@ func TestMaxPoolAsymmetricPadding(t *testing.T) {
 		G.WithValue(tensor.New(tensor.WithShape(1, 1, 2, 2), tensor.WithBacking([]float64{1, 10, 100, 1000}))))
 	lower := G.Must(G.Add(G.Must(G.Sum(G.Must(G.HadamardProd(weights, pool)))), G.Must(G.Mul(lam, G.Must(G.Sum(G.Must(G.Square(y))))))))
 	upper := G.Must(G.Sum(G.Must(G.Square(y))))
-	obj := Objective{Upper: upper, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{y}}
+	obj := Objective{Upper: upper, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{y}, Constants: []*G.Node{weights}}
 	want := gorgoniaForward(t, lower)[0]
 	p, err := Compile(obj)
 	if err != nil {

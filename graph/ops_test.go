@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	_ "go4.org/unsafe/assume-no-moving-gc"
@@ -222,7 +223,19 @@ func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
 		return nil, Objective{}, err
 	}
 	upper := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Sin(y)))), G.Must(G.Sum(G.Must(G.Square(x))))))
-	return g, Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}}, nil
+	return g, Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}, Constants: otherInputs(g, x, y)}, nil
+}
+
+// otherInputs returns the input nodes of g other than vars: the constants
+// of a test objective.
+func otherInputs(g *G.ExprGraph, vars ...*G.Node) []*G.Node {
+	var r []*G.Node
+	for _, n := range g.AllNodes() {
+		if n.Op() == nil && !slices.Contains(vars, n) {
+			r = append(r, n)
+		}
+	}
+	return r
 }
 
 // TestOpTable checks, for every supported operation, the value against

@@ -2,8 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -13,9 +11,8 @@ import (
 // min over x of f(x, y*(x)) with y*(x) = argmin over y of g(x, y).
 //
 // Every node listed here must be an input node (made by gorgonia.NewTensor,
-// NewMatrix, NewVector or NewScalar) holding a float64 value. Input nodes
-// that the objectives use but that are not listed are constants: their
-// values are read once, by Compile.
+// NewMatrix, NewVector or NewScalar) holding finite float64 values, at
+// least one.
 type Objective struct {
 	// Upper and Lower are the scalar objectives f(x, y) and g(x, y).
 	Upper, Lower *G.Node
@@ -31,6 +28,15 @@ type Objective struct {
 	// divide by gorgonia.SizeOf), never by a constant sample count. An
 	// objective may read the other level's data; it then sees all of them.
 	UpperData, LowerData []*G.Node
+	// Constants lists the input nodes (made with gorgonia.NewTensor and
+	// friends, holding a value) that the objectives read and whose values
+	// stay as they are at Compile: a fixed mask or a given matrix, say.
+	// Every input node an objective reads must be declared in exactly one
+	// of Outer, Inner, UpperData, LowerData and Constants, so that a
+	// variable or a data input left out by mistake is an error rather than
+	// a silent constant; nodes made by gorgonia.NewConstant need no
+	// declaration.
+	Constants []*G.Node
 	// Float32Data holds the data of both levels in float32: half the
 	// memory, and half the memory traffic of the products that read them,
 	// which is what bounds the oracles of models with large data. The
@@ -98,128 +104,6 @@ type level struct {
 type worldKey struct {
 	level int
 	batch int // −1 for the full data
-}
-
-// Compile checks obj and derives and compiles its oracles on the full data.
-// Every problem with the objective is reported as an error before anything
-// runs: unsupported operations (named), shape mismatches (naming the node
-// and the shapes), variables the objectives do not depend on, data of
-// unequal sample counts, missing values.
-func Compile(obj Objective) (*Problem, error) {
-	if obj.Upper == nil || obj.Lower == nil {
-		return nil, fmt.Errorf("graph: Objective needs both Upper and Lower")
-	}
-	if len(obj.Outer) == 0 || len(obj.Inner) == 0 {
-		return nil, fmt.Errorf("graph: Objective needs at least one Outer and one Inner variable")
-	}
-	for _, r := range []*G.Node{obj.Upper, obj.Lower} {
-		if r.Shape().TotalSize() != 1 {
-			return nil, fmt.Errorf("graph: objective %s has shape %v; want a scalar", nodeName(r), r.Shape())
-		}
-	}
-	src, err := scan(obj.Upper, obj.Lower)
-	if err != nil {
-		return nil, err
-	}
-	p := &Problem{src: src, fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
-	var indices map[*G.Node]bool // data kept in float64 under Float32Data
-	if obj.Float32Data {
-		indices = src.gatherIndices()
-	}
-	role := map[*G.Node]string{}
-	claim := func(n *G.Node, what string) error {
-		if n == nil {
-			return fmt.Errorf("graph: a nil node among the %s", what)
-		}
-		if n.Op() != nil {
-			return fmt.Errorf("graph: %s %s is computed; it must be an input node", what, nodeName(n))
-		}
-		if r, ok := role[n]; ok {
-			return fmt.Errorf("graph: node %s is declared twice, as %s and as %s", nodeName(n), r, what)
-		}
-		role[n] = what
-		return nil
-	}
-	if p.outer, p.x0, err = layout(obj.Outer, "outer variable", claim); err != nil {
-		return nil, err
-	}
-	if p.inner, p.y0, err = layout(obj.Inner, "inner variable", claim); err != nil {
-		return nil, err
-	}
-	p.dimX, p.dimY = len(p.x0), len(p.y0)
-	p.outerNodes = append([]*G.Node{}, obj.Outer...)
-	p.innerNodes = append([]*G.Node{}, obj.Inner...)
-	for lv, spec := range [2]struct {
-		root *G.Node
-		data []*G.Node
-	}{{obj.Lower, obj.LowerData}, {obj.Upper, obj.UpperData}} {
-		l := level{root: spec.root, n: -1}
-		for _, d := range spec.data {
-			if err := claim(d, "data of the "+levelNames[lv]); err != nil {
-				return nil, err
-			}
-			vals, err := valueData(d)
-			if err != nil {
-				return nil, err
-			}
-			shape := d.Shape()
-			if len(shape) == 0 {
-				return nil, fmt.Errorf("graph: data node %s is a scalar; data need a sample axis 0", nodeName(d))
-			}
-			if l.n >= 0 && shape[0] != l.n {
-				return nil, fmt.Errorf("graph: data of the %s have different sample counts: %s has %d rows, %s has %d",
-					levelNames[lv], nodeName(l.data[0]), l.n, nodeName(d), shape[0])
-			}
-			l.n = shape[0]
-			l.data = append(l.data, d)
-			if obj.Float32Data && !indices[d] {
-				l.full = append(l.full, array{f32: narrowed(vals)})
-			} else {
-				l.full = append(l.full, array{f64: vals})
-			}
-			l.rowLen = append(l.rowLen, len(vals)/max(shape[0], 1))
-		}
-		if l.n < 0 {
-			l.n = 1
-		}
-		p.levels[lv] = l
-	}
-	// Snapshot every other input the objectives read.
-	for _, n := range src.order {
-		if n.Op() == nil && role[n] == "" {
-			vals, err := valueData(n)
-			if err != nil {
-				return nil, err
-			}
-			p.fixed[n] = append([]float64{}, vals...)
-		}
-	}
-	if err := p.checkDependence(obj); err != nil {
-		return nil, err
-	}
-	for lv := range p.levels {
-		if _, err := p.world(lv, -1); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-func layout(vars []*G.Node, what string, claim func(*G.Node, string) error) ([]Var, []float64, error) {
-	var vs []Var
-	var init []float64
-	for _, n := range vars {
-		if err := claim(n, what); err != nil {
-			return nil, nil, err
-		}
-		vals, err := valueData(n)
-		if err != nil {
-			return nil, nil, err
-		}
-		vs = append(vs, Var{Name: n.Name(), Shape: []int(n.Shape().Clone()), Offset: len(init), Size: len(vals)})
-		init = append(init, vals...)
-	}
-	return vs, init, nil
 }
 
 // reachable returns the set of nodes root depends on, root included.
@@ -316,13 +200,7 @@ func (p *Problem) ElementName(outer bool, i int) string {
 	}
 	for _, v := range vs {
 		if i >= v.Offset && i < v.Offset+v.Size {
-			k := i - v.Offset
-			idx := make([]string, len(v.Shape))
-			for a := len(v.Shape) - 1; a >= 0; a-- {
-				idx[a] = strconv.Itoa(k % v.Shape[a])
-				k /= v.Shape[a]
-			}
-			return v.Name + "[" + strings.Join(idx, ",") + "]"
+			return elementName(v.Name, v.Shape, i-v.Offset)
 		}
 	}
 	return fmt.Sprintf("element %d", i)
@@ -358,6 +236,9 @@ func (p *Problem) SetData(n *G.Node, values []float64) error {
 			}
 			if size := len(l.full[i].f64) + len(l.full[i].f32); len(values) != size {
 				return fmt.Errorf("graph: SetData of %s with %d values; its shape %v holds %d", nodeName(n), len(values), n.Shape(), size)
+			}
+			if err := checkFinite(n, "data", values); err != nil {
+				return fmt.Errorf("%w (in SetData)", err)
 			}
 			if l.full[i].f32 != nil {
 				l.full[i] = array{f32: narrowed(values)}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -26,8 +27,8 @@ type Unrolled struct {
 // Unrolled builds the unrolled hypergradient program for T steps of size
 // alpha and momentum beta (0 for plain gradient descent).
 func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
-	if T < 0 || alpha <= 0 || beta < 0 || beta >= 1 {
-		return nil, fmt.Errorf("graph: Unrolled needs T ≥ 0, α > 0 and 0 ≤ β < 1; got T = %d, α = %v, β = %v", T, alpha, beta)
+	if T < 0 || !(alpha > 0) || math.IsInf(alpha, 1) || !(beta >= 0 && beta < 1) {
+		return nil, fmt.Errorf("graph: Unrolled needs T ≥ 0, a finite α > 0 and 0 ≤ β < 1; got T = %d, α = %v, β = %v", T, alpha, beta)
 	}
 	b := newBuilder()
 	u := &Unrolled{p: p}

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -80,7 +82,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	out, err := im.node(l.root)
 	if err != nil {
 		if batch >= 0 {
-			return nil, fmt.Errorf("%w (with a batch of %d samples)", err, batch)
+			return nil, fmt.Errorf("%w (with a batch of %d samples%s)", err, batch, p.sampleAxisHint(lv))
 		}
 		return nil, err
 	}
@@ -90,6 +92,26 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	w.out = b.reshape(out, []int{})
 	p.worlds[key] = w
 	return w, nil
+}
+
+// sampleAxisHint names the constants the objective of level lv reads that
+// have one row per sample of the level: data left undeclared, the usual
+// cause of an objective that cannot take a batch.
+func (p *Problem) sampleAxisHint(lv int) string {
+	l := &p.levels[lv]
+	var names []string
+	for n := range p.src.reachable(l.root) {
+		_, fixed := p.fixed[n]
+		if s := n.Shape(); (fixed || isGorgoniaConstant(n)) && len(s) > 0 && s[0] == l.n && l.n > 1 {
+			names = append(names, nodeName(n))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("; the constant %s has %d rows, one per sample of the %s: if it holds per-sample values, declare it in %s",
+		strings.Join(names, ", "), l.n, levelNames[lv], [2]string{"LowerData", "UpperData"}[lv])
 }
 
 // mustWorld returns the world of a batch after checking its indices. The
