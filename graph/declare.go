@@ -48,6 +48,9 @@ func Compile(obj Objective) (*Problem, error) {
 			return nil, err
 		}
 	}
+	if _, err := p.verify(p.x0, p.y0, [2][]int{}); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -206,6 +209,13 @@ func (p *Problem) snapshotConstants(obj Objective, r roles) error {
 // checkFinite returns an error naming the first non-finite element of vals,
 // the values of n.
 func checkFinite(n *G.Node, what string, vals []float64) error {
+	acc := 0.0
+	for _, v := range vals {
+		acc += v - v // NaN from the first non-finite v on
+	}
+	if acc == 0 {
+		return nil
+	}
 	for i, v := range vals {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("graph: %s %s holds %v at %s", what, nodeName(n), v, elementName(n.Name(), n.Shape(), i))

@@ -47,9 +47,7 @@ func (f *FixedX) run(lv, kind int, y, s []float64) *program {
 		for i, v := range p.outer {
 			pr.bind(w.x[i], f.x[v.Offset:v.Offset+v.Size])
 		}
-		for i, d := range w.data {
-			pr.bindArray(d, data[i])
-		}
+		w.bindData(pr, data)
 		pr.exec(nil, runStatic)
 		pr.owner = f
 	}

@@ -37,6 +37,22 @@ func (a array) from(i int) array {
 	return array{f64: a.f64[i:]}
 }
 
+// float64s returns rows [lo, hi) of a, whose rows have row elements, in
+// float64.
+func (a array) float64s(lo, hi, row int) []float64 {
+	if a.f32 == nil {
+		return a.f64[lo*row : hi*row]
+	}
+	return widened(a.f32[lo*row : hi*row])
+}
+
+// widened returns src in float64.
+func widened(src []float32) []float64 {
+	r := make([]float64, len(src))
+	widenInto(r, src)
+	return r
+}
+
 // at returns element i.
 func (a array) at(i int) float64 {
 	if a.f32 != nil {

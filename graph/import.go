@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	G "gorgonia.org/gorgonia"
@@ -106,8 +108,14 @@ func nodeName(n *G.Node) string {
 
 // source is what graph/ reads of the user's gorgonia graph: the nodes the
 // objectives depend on, each with its arguments, read once and checked.
+// args are read from each node's own argument list (nodeArgs); from are
+// the same lists as gorgonia's ExprGraph.From gives them on a fresh
+// subgraph of the objectives (whose id cache is new, so not stale). scan
+// requires them equal; the translation check copies the graph along from,
+// so that it does not rest on graph/'s own reading of the arguments.
 type source struct {
 	args  map[*G.Node][]*G.Node
+	from  map[*G.Node][]*G.Node
 	order []*G.Node // every node after its arguments
 }
 
@@ -116,16 +124,31 @@ type source struct {
 // non-float64 nodes, and arguments that disagree with the graph (see
 // checkArgs).
 func scan(roots ...*G.Node) (*source, error) {
-	src := &source{args: map[*G.Node][]*G.Node{}}
+	src := &source{args: map[*G.Node][]*G.Node{}, from: map[*G.Node][]*G.Node{}}
+	subs := map[*G.ExprGraph]*G.ExprGraph{}
+	for _, r := range roots {
+		g := r.Graph()
+		if g == nil {
+			return nil, fmt.Errorf("graph: objective %s is in no graph", nodeName(r))
+		}
+		if _, ok := subs[g]; !ok {
+			var mine []*G.Node
+			for _, q := range roots {
+				if q.Graph() == g {
+					mine = append(mine, q)
+				}
+			}
+			subs[g] = g.ExactSubgraphRoots(mine...)
+		}
+	}
 	var bad []string
-	edges := map[*G.ExprGraph]*graphEdges{}
 	var visit func(n *G.Node)
 	visit = func(n *G.Node) {
 		if _, ok := src.args[n]; ok {
 			return
 		}
-		args, problems := inspect(n, edges)
-		src.args[n] = args
+		args, from, problems := inspect(n, subs)
+		src.args[n], src.from[n] = args, from
 		bad = append(bad, problems...)
 		for _, c := range args {
 			visit(c)
@@ -147,64 +170,48 @@ func scan(roots ...*G.Node) (*source, error) {
 }
 
 // inspect reads n's arguments, checks them (checkArgs), n's dtype and
-// operation, and returns the arguments and every problem found. Anything
-// unexpected in n is a problem, never a panic.
-func inspect(n *G.Node, edges map[*G.ExprGraph]*graphEdges) (args []*G.Node, problems []string) {
+// operation, and returns the arguments, as read and as gorgonia's
+// subgraph gives them, and every problem found. Anything unexpected in n
+// is a problem, never a panic.
+func inspect(n *G.Node, subs map[*G.ExprGraph]*G.ExprGraph) (args, from []*G.Node, problems []string) {
 	defer func() {
 		if r := recover(); r != nil {
-			args, problems = nil, append(problems, fmt.Sprintf("node %q: unexpected in a gorgonia graph: %v", n.Name(), r))
+			args, from, problems = nil, nil, append(problems, fmt.Sprintf("node %q: unexpected in a gorgonia graph: %v", n.Name(), r))
 		}
 	}()
 	if n.Type() == nil {
-		return nil, []string{fmt.Sprintf("node %q has no type", n.Name())}
+		return nil, nil, []string{fmt.Sprintf("node %q has no type", n.Name())}
 	}
 	if dt := n.Dtype(); dt != tensor.Float64 {
 		problems = append(problems, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64 (build the graph in float64 and set Objective.Float32Data to hold the data in float32)", nodeName(n), dt))
 	}
 	args = nodeArgs(n)
-	if err := checkArgs(n, args, edges); err != nil {
-		return nil, append(problems, fmt.Sprintf("node %s: %v", nodeName(n), err))
+	if sub := subs[n.Graph()]; sub != nil {
+		it := sub.From(n.ID())
+		for it != nil && it.Next() {
+			c, _ := it.Node().(*G.Node)
+			from = append(from, c)
+		}
+	}
+	if err := checkArgs(n, args, from); err != nil {
+		return nil, nil, append(problems, fmt.Sprintf("node %s: %v", nodeName(n), err))
 	}
 	if op := n.Op(); op != nil {
 		if name, ok := supportedOp(op); !ok {
 			problems = append(problems, fmt.Sprintf("node %s: unsupported operation %s", nodeName(n), name))
 		}
 	}
-	return args, problems
-}
-
-// graphEdges holds the (argument, node) pairs of a gorgonia graph and its
-// nodes, read from the graph's own edge list, which does not go through
-// the id→index cache that ExprGraph.RemoveNode leaves stale.
-type graphEdges struct {
-	pairs map[[2]*G.Node]bool
-	nodes map[*G.Node]bool
-}
-
-func edgesOf(g *G.ExprGraph) *graphEdges {
-	e := &graphEdges{pairs: map[[2]*G.Node]bool{}, nodes: map[*G.Node]bool{}}
-	for _, n := range g.AllNodes() {
-		e.nodes[n] = true
-	}
-	it := g.Edges()
-	for it.Next() {
-		ed := it.Edge()
-		from, ok1 := ed.From().(*G.Node)
-		to, ok2 := ed.To().(*G.Node)
-		if ok1 && ok2 {
-			e.pairs[[2]*G.Node{from, to}] = true
-		}
-	}
-	return e
+	return args, from, problems
 }
 
 // checkArgs cross-checks the arguments read from n against gorgonia's
-// other records of them: their number against the operation's arity, their
-// graph against n's, the graph's edge list (for arguments still in the
-// graph's node list: gorgonia's stabilization removes nodes that others
-// may still read), and n's shape against the one its operation infers from
-// the arguments' shapes.
-func checkArgs(n *G.Node, args []*G.Node, edges map[*G.ExprGraph]*graphEdges) error {
+// other records of them: the arguments gorgonia's graph gives (from), the
+// operation's arity, their graph, and n's shape against the one its
+// operation infers from the arguments' shapes.
+func checkArgs(n *G.Node, args, from []*G.Node) error {
+	if !slices.Equal(args, from) {
+		return fmt.Errorf("its own argument list %v and gorgonia's graph %v disagree", nodeNames(args), nodeNames(from))
+	}
 	op := n.Op()
 	if op == nil {
 		if len(args) > 0 {
@@ -221,24 +228,13 @@ func checkArgs(n *G.Node, args []*G.Node, edges map[*G.ExprGraph]*graphEdges) er
 	if a := op.Arity(); a >= 0 && a != len(args) {
 		return fmt.Errorf("operation %v takes %d arguments, the node has %d", op, a, len(args))
 	}
-	g := n.Graph()
-	if g == nil {
-		return fmt.Errorf("a computed node in no graph")
-	}
-	e := edges[g]
-	if e == nil {
-		e = edgesOf(g)
-		edges[g] = e
-	}
 	ds := make([]G.DimSizer, len(args))
 	for i, c := range args {
 		switch {
 		case c == nil:
 			return fmt.Errorf("argument %d is nil", i)
-		case c.Graph() != g:
+		case c.Graph() != n.Graph():
 			return fmt.Errorf("argument %d, %s, belongs to another graph", i, nodeName(c))
-		case e.nodes[c] && !e.pairs[[2]*G.Node{c, n}]:
-			return fmt.Errorf("argument %d, %s, is not an argument of the node in the graph's edge list", i, nodeName(c))
 		}
 		if s, ok := c.Op().(G.DimSizer); ok {
 			ds[i] = s
@@ -254,6 +250,19 @@ func checkArgs(n *G.Node, args []*G.Node, edges map[*G.ExprGraph]*graphEdges) er
 		return fmt.Errorf("its arguments give it shape %v, the graph records %v", shape, n.Shape())
 	}
 	return nil
+}
+
+// nodeNames lists the names of ns.
+func nodeNames(ns []*G.Node) []string {
+	r := make([]string, len(ns))
+	for i, n := range ns {
+		if n == nil {
+			r[i] = "nil"
+		} else {
+			r[i] = strconv.Quote(n.Name())
+		}
+	}
+	return r
 }
 
 // importer builds the IR of gorgonia nodes on a builder. Leaves maps the

@@ -13,15 +13,18 @@ import (
 // the seed vectors of the second-order products) and the programs compiled
 // on demand from it.
 type world struct {
+	p       *Problem
 	b       *builder
 	out     *node
 	x, y    []*node // variable leaves
 	v, u    []*node // seeds shaped like y and like x
-	data    []*node
+	data    []*node // the level's data leaves
+	other   []*node // leaves of the other level's data, always whole
 	dataBuf []array // gathered batch rows (batch worlds only)
 	bound   []array // scratch for batchData
 	progs   map[int]*program
 	level   int
+	ir      map[*G.Node]*node // the translation of each node of the objective
 }
 
 // Program kinds.
@@ -47,7 +50,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	}
 	l := &p.levels[lv]
 	b := newBuilder()
-	w := &world{b: b, progs: map[int]*program{}, level: lv}
+	w := &world{p: p, b: b, progs: map[int]*program{}, level: lv}
 	leaves := map[*G.Node]*node{}
 	for i, v := range p.outer {
 		w.x = append(w.x, b.leaf(v.Name, v.Shape))
@@ -65,18 +68,11 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 			shape[0] = batch
 			w.dataBuf = append(w.dataBuf, l.full[i].make(batch*l.rowLen[i]))
 		}
-		if l.full[i].f32 != nil {
-			w.data = append(w.data, b.leaf32(d.Name(), shape))
-			leaves[d] = b.widen(w.data[i])
-		} else {
-			w.data = append(w.data, b.leaf(d.Name(), shape))
-			leaves[d] = w.data[i]
-		}
+		leaves[d] = w.dataLeaf(d, shape, &w.data)
 	}
 	// The other level's data, should this objective read them, enter whole.
-	other := &p.levels[1-lv]
-	for i, d := range other.data {
-		leaves[d] = b.dataConstant([]int(d.Shape()), other.full[i])
+	for _, d := range p.levels[1-lv].data {
+		leaves[d] = w.dataLeaf(d, d.Shape(), &w.other)
 	}
 	im := newImporter(b, p.src, leaves, p.fixed)
 	out, err := im.node(l.root)
@@ -90,8 +86,26 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		return nil, fmt.Errorf("graph: the %s has %d elements with a batch of %d samples; want a scalar", levelNames[lv], out.size, batch)
 	}
 	w.out = b.reshape(out, []int{})
+	w.ir = im.ir
 	p.worlds[key] = w
 	return w, nil
+}
+
+// dataLeaf appends to leaves a leaf for the data node d with the given
+// shape, in d's precision, and returns the node objectives read it as.
+func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
+	f32 := false
+	for _, l := range w.p.levels {
+		for i, e := range l.data {
+			f32 = f32 || e == d && l.full[i].f32 != nil
+		}
+	}
+	if f32 {
+		*leaves = append(*leaves, w.b.leaf32(d.Name(), shape))
+		return w.b.widen((*leaves)[len(*leaves)-1])
+	}
+	*leaves = append(*leaves, w.b.leaf(d.Name(), shape))
+	return (*leaves)[len(*leaves)-1]
 }
 
 // sampleAxisHint names the constants the objective of level lv reads that
@@ -231,7 +245,8 @@ func (w *world) program(p *Problem, kind int) *program {
 
 // batchData returns the data buffers of the batch for the data leaves pr
 // reads: the full arrays for a nil batch, else the batch's rows gathered
-// into the world's buffers, or into new ones when fresh is set.
+// into the world's buffers, or into new ones when fresh is set; then the
+// other level's data, whole.
 func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) []array {
 	l := &p.levels[w.level]
 	bufs := w.bound[:0]
@@ -253,6 +268,7 @@ func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) []ar
 		}
 		bufs = append(bufs, buf)
 	}
+	bufs = append(bufs, p.levels[1-w.level].full...)
 	w.bound = bufs
 	return bufs
 }
@@ -267,8 +283,17 @@ func (w *world) bind(p *Problem, pr *program, x, y []float64, data []array) {
 	for i, v := range p.inner {
 		pr.bind(w.y[i], y[v.Offset:v.Offset+v.Size])
 	}
+	w.bindData(pr, data)
+}
+
+// bindData binds the data leaves, the level's and then the other
+// level's, to data (see batchData).
+func (w *world) bindData(pr *program, data []array) {
 	for i, d := range w.data {
 		pr.bindArray(d, data[i])
+	}
+	for i, d := range w.other {
+		pr.bindArray(d, data[len(w.data)+i])
 	}
 }
 
