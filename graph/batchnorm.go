@@ -1,6 +1,10 @@
 package graph
 
-import "math"
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+)
 
 // Batch normalization in training mode, as one operation: BatchNorm's
 // forward pass and its adjoint each go over the data a few times, where
@@ -14,21 +18,50 @@ import "math"
 // (batchNormGradVJP), needed for second-order work through the
 // normalization, are written with primitives.
 
+var opBatchNorm, opBatchNormGrad opKind // eps: ε
+
+func init() {
+	opBatchNorm = define(opDef{name: "batchnorm", arity: 3, // of args[0] (n×c) with scale args[1] and shift args[2] (c)
+		shape: func(n *node) []int {
+			checkBN(n.args[0], n.args[1], n.args[2])
+			return cloneInts(n.args[0].shape)
+		},
+		f64: func(n *node, out []float64, in [][]float64) {
+			bnForward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+		},
+		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormVJP(n, k, g) },
+	})
+	opBatchNormGrad = define(opDef{name: "batchnormgrad", arity: 3, // the adjoint of opBatchNorm(args[1], args[2], ·) w.r.t. its input, for the output adjoint args[0]
+		shape: func(n *node) []int {
+			g, z, gamma := n.args[0], n.args[1], n.args[2]
+			checkBN(z, gamma, gamma)
+			if !sameShape(g.shape, z.shape) {
+				shapePanic("batch-norm adjoint of shape %v for an input of shape %v", g.shape, z.shape)
+			}
+			return cloneInts(z.shape)
+		},
+		f64: func(n *node, out []float64, in [][]float64) {
+			bnBackward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+		},
+		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormGradVJP(n, k, g) },
+	})
+	recognize("batchNormOp", importRule{doc: "graph.BatchNorm",
+		translate: func(im *importer, n *G.Node, a []*node) *node {
+			return im.b.batchNorm(a[0], a[1], a[2], n.Op().(batchNormOp).eps)
+		},
+	})
+}
+
 // batchNorm returns opBatchNorm(z, γ, β) for z of shape (n, c) and γ, β of
 // shape (c).
 func (b *builder) batchNorm(z, gamma, beta *node, eps float64) *node {
-	checkBN(z, gamma, beta)
-	return b.add(&node{op: opBatchNorm, args: []*node{z, gamma, beta}, shape: cloneInts(z.shape), eps: eps})
+	return b.add(&node{op: opBatchNorm, args: []*node{z, gamma, beta}, eps: eps})
 }
 
 // batchNormGrad returns the adjoint of opBatchNorm(z, γ, ·) with respect
 // to z, for the adjoint g of its output.
 func (b *builder) batchNormGrad(g, z, gamma *node, eps float64) *node {
-	checkBN(z, gamma, gamma)
-	if !sameShape(g.shape, z.shape) {
-		shapePanic("batch-norm adjoint of shape %v for an input of shape %v", g.shape, z.shape)
-	}
-	return b.add(&node{op: opBatchNormGrad, args: []*node{g, z, gamma}, shape: cloneInts(z.shape), eps: eps})
+	return b.add(&node{op: opBatchNormGrad, args: []*node{g, z, gamma}, eps: eps})
 }
 
 func checkBN(z, gamma, beta *node) {
@@ -61,15 +94,6 @@ func (b *builder) batchNormVJP(n *node, k int, g *node) *node {
 		return b.reduce(opSum, b.mul(g, xhat), 0)
 	}
 	return b.reduce(opSum, g, 0)
-}
-
-// filled returns a constant of shape shape with every element v.
-func (b *builder) filled(shape []int, v float64) *node {
-	d := make([]float64, sizeOf(shape))
-	for i := range d {
-		d[i] = v
-	}
-	return b.constant(shape, d)
 }
 
 // batchNormGradVJP returns the adjoint of argument k of n =

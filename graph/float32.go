@@ -15,6 +15,25 @@ import (
 // problem whose data are the float32-rounded values, up to the order of
 // the sums in the products.
 
+var opWiden opKind // args[0], a float32 leaf or constant, in float64
+
+func init() {
+	opWiden = define(opDef{name: "widen", arity: 1, shape: sameAsArg, constant: true,
+		f64:   func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
+		mixed: func(n *node, out []float64, _ [][]float64, in32 [][]float32) { widenInto(out, in32[0]) },
+	})
+}
+
+// widen returns a float32 node's values in float64. A product reads the
+// float32 node directly (see matmul), so the widened copy is computed only
+// for the other operations.
+func (b *builder) widen(a *node) *node {
+	if !a.f32 {
+		panic("graph: widen of " + a.String() + ", which is not float32")
+	}
+	return b.add(&node{op: opWiden, args: []*node{a}})
+}
+
 // array is a data array, held in float64 (f64) or in float32 (f32).
 type array struct {
 	f64 []float64

@@ -3,7 +3,6 @@ package graph
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -13,81 +12,10 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// This file translates a gorgonia expression into IR. The table below is the
-// whole set of gorgonia operations graph/ accepts; anything else is rejected
-// by checkSupported before a single node is built or run, because some
+// This file reads the user's gorgonia graph (scan) and translates its
+// nodes into IR (importer) by the import rules of registry.go. Every
+// operation is checked before a single node is built or run, because some
 // gorgonia kernels panic inside a goroutine where recover cannot reach.
-
-// Supported lists, for documentation and error messages, the gorgonia
-// operations that graph/ imports, each with the derivative rules of
-// diff.go and verified against finite differences in the op-table test.
-var Supported = []string{
-	"+ - ⊙ ÷ ^ (Add, Sub, HadamardProd, HadamardDiv, Pow; tensor⊙tensor and scalar⊙tensor)",
-	"< > <= >= == != with retSame (Rectify, LeakyRelu; derivative 0)",
-	"abs sign sin cos exp ln log2 neg square sqrt inv invSqrt cube tanh sigmoid log1p expm1 softplus",
-	"Mul: matrix×matrix (with transposes), matrix×vector, vector·vector, OuterProd",
-	"Sum, Max, Mean (Sum ÷ SizeOf) along any axes",
-	"Reshape, Transpose, Concat, Slice (with steps), broadcasting (BroadcastAdd & co.)",
-	"SoftMax, LogSoftMax (any axis)",
-	"Im2Col and so Conv2d, MaxPool2D",
-	"graph.LogSoftmax, graph.Gather, graph.BatchNorm (this package's operations)",
-}
-
-// supportedOp reports whether graph/ can import op, and a name for it.
-func supportedOp(op G.Op) (string, bool) {
-	switch op.(type) {
-	case logSoftmaxOp, gatherOp, batchNormOp:
-		return op.String(), true
-	}
-	name := typeName(op)
-	switch name {
-	case "elemBinOp":
-		sym, retSame := binOpSymbol(op)
-		if _, ok := cmpKinds[sym]; ok {
-			if !retSame {
-				return op.String() + " returning booleans", false
-			}
-			return op.String(), true
-		}
-		_, ok := arithOps[sym]
-		return op.String(), ok
-	case "elemUnaryOp":
-		_, ok := unaryOps[op.String()]
-		return op.String(), ok
-	case "linAlgBinOp":
-		return op.String(), linAlgKind(op) != "batched"
-	case "sumOp", "maxOp", "reshapeOp", "transposeOp", "repeatOp", "sizeOp", "concatOp",
-		"sliceOp", "softmaxOp", "im2colOp", "maxPoolOp", "constantScalar", "constantTensor":
-		return op.String(), true
-	}
-	return fmt.Sprintf("%s (%s)", op.String(), name), false
-}
-
-var unaryOps = map[string]opKind{
-	"abs": opAbs, "sign": opSign, "sin": opSin, "cos": opCos, "exp": opExp,
-	"ln": opLog, "log2": opLog, "neg": opNeg, "square": opSquare, "sqrt": opSqrt,
-	"inv": opInverse, "invSqrt": opInvSqrt, "cube": opCube, "tanh": opTanh,
-	"sigmoid": opSigmoid, "log1p": opLog1p, "expm1": opExpm1, "softplus": opSoftplus,
-}
-
-// arithOps and cmpKinds map the operator symbols of gorgonia's elemBinOp
-// (as its String method writes them) to IR operations.
-var (
-	arithOps = map[string]opKind{"+": opAdd, "-": opSub, "⊙": opMul, "÷": opDiv, "^": opPow}
-	cmpKinds = map[string]int{"<": cmpLT, ">": cmpGT, "<=": cmpLE, ">=": cmpGE, "==": cmpEQ, "!=": cmpNE}
-)
-
-// binOpSymbol returns the operator symbol of a gorgonia elemBinOp and
-// whether it returns values of its operands' type (retSame), from its
-// String method ("+ false", say).
-func binOpSymbol(op G.Op) (string, bool) {
-	s := op.String()
-	i := strings.LastIndexByte(s, ' ')
-	if i < 0 {
-		importPanic("gorgonia's elementwise operation %q is not written as \"operator retSame\"", s)
-	}
-	return s[:i], s[i+1:] == "true"
-}
 
 // isGorgoniaConstant reports whether n was made by gorgonia.NewConstant.
 func isGorgoniaConstant(n *G.Node) bool {
@@ -196,9 +124,9 @@ func inspect(n *G.Node, subs map[*G.ExprGraph]*G.ExprGraph) (args, from []*G.Nod
 	if err := checkArgs(n, args, from); err != nil {
 		return nil, nil, append(problems, fmt.Sprintf("node %s: %v", nodeName(n), err))
 	}
-	if op := n.Op(); op != nil {
-		if name, ok := supportedOp(op); !ok {
-			problems = append(problems, fmt.Sprintf("node %s: unsupported operation %s", nodeName(n), name))
+	if op := n.Op(); op != nil && !isGorgoniaConstant(n) {
+		if err := unsupported(op); err != nil {
+			problems = append(problems, fmt.Sprintf("node %s: %v", nodeName(n), err))
 		}
 	}
 	return args, from, problems
@@ -356,9 +284,9 @@ func valueData(n *G.Node) (vals []float64, err error) {
 }
 
 func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
-	b := im.b
 	op := n.Op()
-	if op == nil {
+	switch {
+	case op == nil:
 		if l, ok := im.leaves[n]; ok {
 			return l, nil
 		}
@@ -366,168 +294,17 @@ func (im *importer) translate(n *G.Node, a []*node) (*node, error) {
 		if !ok {
 			return nil, fmt.Errorf("graph: input node %s has no value", nodeName(n))
 		}
-		return b.constant([]int(n.Shape()), d), nil
-	}
-	switch op := op.(type) {
-	case logSoftmaxOp:
-		return b.logSoftmax(a[0], normAxis(op.axis, len(a[0].shape))), nil
-	case gatherOp:
-		return b.gather(a[0], a[1]), nil
-	case batchNormOp:
-		return b.batchNorm(a[0], a[1], a[2], op.eps), nil
-	}
-	switch typeName(op) {
-	case "constantScalar", "constantTensor":
+		return im.b.constant([]int(n.Shape()), d), nil
+	case isGorgoniaConstant(n):
 		d, err := valueData(n)
 		if err != nil {
 			return nil, err
 		}
-		return b.constant([]int(n.Shape()), append([]float64{}, d...)), nil
-	case "elemBinOp":
-		sym, _ := binOpSymbol(op)
-		if kind, ok := cmpKinds[sym]; ok {
-			return b.cmp(kind, a[0], a[1]), nil
-		}
-		return b.binary(arithOps[sym], a[0], a[1]), nil
-	case "elemUnaryOp":
-		name := op.String()
-		r := b.unary(unaryOps[name], a[0])
-		if name == "log2" {
-			r = b.scale(r, 1/math.Ln2)
-		}
-		return r, nil
-	case "linAlgBinOp":
-		tx, ty := privateBool(op, "transA"), privateBool(op, "transB")
-		switch linAlgKind(op) {
-		case "matmul":
-			return b.matmul(a[0], a[1], tx, ty), nil
-		case "matvec":
-			if len(a[1].shape) != 1 {
-				shapePanic("matrix×vector with a right operand of shape %v", a[1].shape)
-			}
-			col := b.reshape(a[1], []int{a[1].size, 1})
-			p := b.matmul(a[0], col, tx, false)
-			return b.reshape(p, []int{p.size}), nil
-		case "vecdot":
-			return b.sumAll(b.binary(opMul, a[0], a[1])), nil
-		case "outer":
-			return b.matmul(b.reshape(a[0], []int{a[0].size, 1}), b.reshape(a[1], []int{1, a[1].size}), false, false), nil
-		}
-	case "sumOp", "maxOp":
-		kind := opSum
-		if typeName(op) == "maxOp" {
-			kind = opMax
-		}
-		along := privateInts(op, "along")
-		if len(along) == 0 {
-			for i := range a[0].shape {
-				along = append(along, i)
-			}
-		}
-		sort.Sort(sort.Reverse(sort.IntSlice(along)))
-		r := a[0]
-		for _, ax := range along {
-			r = b.reduce(kind, r, ax)
-		}
-		return r, nil
-	case "reshapeOp":
-		from := im.src.args[n][0].Shape()
-		return b.reshape(a[0], adaptReshape(from, n.Shape(), a[0].shape)), nil
-	case "transposeOp":
-		return b.transpose(a[0], privateInts(op, "pattern")), nil
-	case "sizeOp":
-		return b.sizeNode(a[0], privateInt(op, "axis")), nil
-	case "repeatOp":
-		along := privateInt(op, "along")
-		shape := cloneInts(a[0].shape)
-		if along >= len(shape) || len(a) != 2 {
-			shapePanic("repeat along axis %d of shape %v", along, shape)
-		}
-		shape[along] = int(scalarValue(a[1]))
-		return b.broadcast(a[0], shape), nil
-	case "concatOp":
-		return b.concat(privateInt(op, "axis"), a), nil
-	case "sliceOp":
-		axis := privateInt(op, "along")
-		if axis < 0 || axis >= len(a[0].shape) {
-			shapePanic("slice along axis %d of shape %v", axis, a[0].shape)
-		}
-		start, end, step := 0, a[0].shape[axis], 1
-		if s := sliceOf(op); s != nil {
-			start, end, step = s.Start(), s.End(), s.Step()
-			if step < 1 {
-				step = 1
-			}
-			if end <= 0 || end > a[0].shape[axis] {
-				end = a[0].shape[axis]
-			}
-		}
-		drop := len(n.Shape()) < len(a[0].shape)
-		if drop {
-			end = start + 1
-		}
-		return b.slice(a[0], axis, start, end, step, drop), nil
-	case "softmaxOp":
-		ls := b.logSoftmax(a[0], normAxis(privateInt(op, "axis"), len(a[0].shape)))
-		if privateBool(op, "isLog") {
-			return ls, nil
-		}
-		return b.unary(opExp, ls), nil
-	case "im2colOp":
-		f := func(name string) int { return privateInt(op, name) }
-		p := convParams{f("h"), f("w"), f("padH"), f("padW"), f("strideH"), f("strideW"), f("dilationH"), f("dilationW")}
-		return b.im2col(a[0], p), nil
-	case "maxPoolOp":
-		return b.poolGather(a[0], a[0], gorgoniaPool(op)), nil
+		return im.b.constant([]int(n.Shape()), append([]float64{}, d...)), nil
 	}
-	return nil, fmt.Errorf("graph: node %s: unsupported operation %s", nodeName(n), op)
-}
-
-// gorgoniaPool returns the windows of gorgonia's maxPoolOp. With four
-// padding values (north, south, west, east) gorgonia's kernel starts the
-// windows padSouth rows above and padEast columns left of the image, not
-// padNorth and padWest, while the output size counts all four: graph/
-// computes what gorgonia computes.
-func gorgoniaPool(op G.Op) poolParams {
-	f := func(name string) int { return privateInt(op, name) }
-	p := poolParams{kh: f("h"), kw: f("w"), padN: f("padNorth"), padS: f("padSouth"),
-		padW: f("padWest"), padE: f("padEast"), sH: f("strideH"), sW: f("strideW")}
-	if privateBool(op, "explicitPadding") {
-		p.padN, p.padS, p.padW, p.padE = p.padS, p.padN, p.padE, p.padW
+	r, ok := importRules[typeName(op)]
+	if !ok {
+		return nil, fmt.Errorf("graph: node %s: %v", nodeName(n), unsupported(op))
 	}
-	return p
-}
-
-func normAxis(axis, rank int) int {
-	if axis < 0 {
-		return axis + rank
-	}
-	return axis
-}
-
-// scalarValue returns the value of a scalar known at import time: a
-// constant, as sizes are.
-func scalarValue(n *node) float64 {
-	if n.op != opConst || n.size != 1 {
-		shapePanic("repeat count %v is not known when the graph is built", n)
-	}
-	return n.data[0]
-}
-
-// adaptReshape returns the target of a reshape written for an input of
-// shape from when the input now has shape in: a changed batch size scales
-// the leading dimension of the target.
-func adaptReshape(from, to, in []int) []int {
-	if sizeOf(to) == sizeOf(in) || len(to) == 0 {
-		return to
-	}
-	old, now := sizeOf(from), sizeOf(in)
-	if old > 0 && (to[0]*now)%old == 0 {
-		r := cloneInts(to)
-		r[0] = to[0] * now / old
-		if sizeOf(r) == now {
-			return r
-		}
-	}
-	return to
+	return r.translate(im, n, a), nil
 }

@@ -20,6 +20,9 @@ type opCase struct {
 	positive bool  // draw values in [0.5, 1.5] instead of N(0,1)
 	square   bool  // square the expression so linear ops get a Hessian
 	expr     func(y, x *G.Node) (*G.Node, error)
+	// f32 makes R lower-level data held in float32 (Objective.Float32Data),
+	// its values float32 numbers.
+	f32 bool
 }
 
 func unaryCase(name string, f func(*G.Node) (*G.Node, error), positive, square bool) opCase {
@@ -160,6 +163,7 @@ var opCases = []opCase{
 		}
 		return BatchNorm(x, s, y, 1e-3)
 	}),
+	{name: "Float32Data: R read elementwise (widen)", y: []int{3, 4}, x: []int{3, 4}, f32: true, expr: G.HadamardProd},
 	binaryCase("graph.Gather", []int{5, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		idx := G.NewVector(y.Graph(), G.Float64, G.WithShape(4), G.WithName("idx"),
 			G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{0, 2, 2, 4}))))
@@ -213,7 +217,13 @@ func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
 			return nil, Objective{}, err
 		}
 	}
-	r := newInput(g, "R", randTensor(rng, e.Shape(), false))
+	rv := randTensor(rng, e.Shape(), false)
+	if c.f32 {
+		for i, v := range rv.Data().([]float64) {
+			rv.Data().([]float64)[i] = float64(float32(v))
+		}
+	}
+	r := newInput(g, "R", rv)
 	prod, err := G.HadamardProd(r, e)
 	if err != nil {
 		return nil, Objective{}, err
@@ -223,7 +233,12 @@ func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
 		return nil, Objective{}, err
 	}
 	upper := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Sin(y)))), G.Must(G.Sum(G.Must(G.Square(x))))))
-	return g, Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}, Constants: otherInputs(g, x, y)}, nil
+	obj := Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}}
+	if c.f32 {
+		obj.LowerData, obj.Float32Data = []*G.Node{r}, true
+	}
+	obj.Constants = otherInputs(g, append([]*G.Node{x, y}, obj.LowerData...)...)
+	return g, obj, nil
 }
 
 // otherInputs returns the input nodes of g other than vars: the constants
@@ -239,45 +254,97 @@ func otherInputs(g *G.ExprGraph, vars ...*G.Node) []*G.Node {
 }
 
 // TestOpTable checks, for every supported operation, the value against
-// gorgonia's own forward pass and every first- and second-order oracle
-// against central finite differences. A panic in one row fails that row
-// only: graph/ runs its kernels on the caller's goroutine, so recover
-// reaches it.
+// gorgonia's own forward pass (the objective's and, through Check's
+// translation check, every node's) and every first- and second-order
+// oracle against central finite differences. A panic in one row fails that
+// row only: graph/ runs its kernels on the caller's goroutine, so recover
+// reaches it. When every row runs, it then checks that the rows together
+// compute every IR operation of the registry and read every kind of
+// gorgonia operation that graph/ recognizes.
 func TestOpTable(t *testing.T) {
 	const tol = 1e-6
+	irOps, kinds := map[opKind]bool{}, map[string]bool{}
+	ran := 0
 	for _, c := range opCases {
-		t.Run(c.name, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("panic: %v", r)
-				}
-			}()
-			g, obj, err := buildOpCase(c, 1)
-			if err != nil {
-				t.Fatalf("building the case: %v", err)
-			}
-			p, err := Compile(obj)
-			if err != nil {
-				t.Fatalf("Compile: %v", err)
-			}
-			x, y := p.X0(nil), p.Y0(nil)
+		if t.Run(c.name, func(t *testing.T) { opRow(t, c, tol, irOps, kinds) }) {
+			ran++
+		}
+	}
+	if ran < len(opCases) {
+		return // some rows failed or were not selected
+	}
+	for k := range ops {
+		if !irOps[opKind(k)] {
+			t.Errorf("no row of the op table computes IR operation %s", opKind(k))
+		}
+	}
+	for kind := range importRules {
+		if !kinds[kind] {
+			t.Errorf("no row of the op table reads gorgonia's %s", kind)
+		}
+	}
+}
 
-			vm := G.NewTapeMachine(g)
-			defer vm.Close()
-			if err := vm.RunAll(); err != nil {
-				t.Fatalf("gorgonia forward pass: %v", err)
+// opRow runs one row of the op table and records the IR operations its
+// programs compute and the gorgonia operations its graph holds.
+func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map[string]bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("panic: %v", r)
+		}
+	}()
+	_, obj, err := buildOpCase(c, 1)
+	if err != nil {
+		t.Fatalf("building the case: %v", err)
+	}
+	p, err := Compile(obj)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	x, y := p.X0(nil), p.Y0(nil)
+	want := gorgoniaForward(t, obj.Lower)[0]
+	if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+		t.Errorf("g = %.15g, gorgonia's forward pass gives %.15g", got, want)
+	}
+	r := Check(p, x, y, nil)
+	t.Logf("%v", r)
+	if r.Max() > tol {
+		t.Errorf("oracle errors above %g: %v", tol, r)
+	}
+	for _, w := range p.worlds {
+		for _, pr := range w.progs {
+			for _, st := range pr.steps {
+				irOps[st.n.op] = true
 			}
-			want := obj.Lower.Value().Data().(float64)
-			if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
-				t.Errorf("g = %.15g, gorgonia's forward pass gives %.15g", got, want)
-			}
+		}
+	}
+	for _, n := range p.src.order {
+		if n.Op() != nil {
+			kinds[typeName(n.Op())] = true
+		}
+	}
+}
 
-			r := Check(p, x, y, nil)
-			t.Logf("%v", r)
-			if r.Max() > tol {
-				t.Errorf("oracle errors above %g: %v", tol, r)
-			}
-		})
+// TestRegistry checks that every IR operation is defined whole, and that
+// every gorgonia operation graph/ reads or rejects says what it is.
+func TestRegistry(t *testing.T) {
+	for k, d := range ops {
+		if d.name == "" || d.shape == nil || d.f64 == nil || (d.vjp == nil) != d.constant {
+			t.Errorf("operation %d (%q): name, shape rule, kernel and a derivative rule unless constant are required", k, d.name)
+		}
+	}
+	for kind, r := range importRules {
+		if r.translate == nil || r.doc == "" {
+			t.Errorf("gorgonia's %s: a translation and the constructors it covers are required", kind)
+		}
+	}
+	for kind, advice := range rejected {
+		if advice == "" {
+			t.Errorf("gorgonia's %s is rejected without saying what to write instead", kind)
+		}
+		if _, ok := importRules[kind]; ok {
+			t.Errorf("gorgonia's %s is both read and rejected", kind)
+		}
 	}
 }
 

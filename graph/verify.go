@@ -357,11 +357,8 @@ func (c *checkGraph) remake(n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
 	case isGorgoniaConstant(n):
 		return G.NewConstant(n.Value(), G.WithName(name)), nil
 	}
-	switch typeName(op) {
-	case "reshapeOp":
-		return G.Reshape(cargs[0], adaptReshape(args[0].Shape(), n.Shape(), cargs[0].Shape()))
-	case "sizeOp":
-		return G.SizeOf(privateInt(op, "axis"), cargs[0])
+	if r := importRules[typeName(op)]; r.remake != nil {
+		return r.remake(c, n, args, cargs)
 	}
 	return G.ApplyOp(op, cargs...)
 }
