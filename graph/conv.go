@@ -21,11 +21,10 @@ func init() {
 		f64: func(n *node, out []float64, in [][]float64) { col2imInto(out, in[0], n.shape, convFrom(n.ints)) },
 		vjp: func(b *builder, n *node, _ int, g *node) *node { return b.im2col(g, convFrom(n.ints)) },
 	})
+	reject("yoloOp", "YOLOv3's loss is not differentiable twice; compute detection losses outside graph/")
 	recognize("im2colOp", importRule{doc: "Im2Col, and so Conv2d and Conv1d",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			f := func(name string) int { return privateInt(n.Op(), name) }
-			p := convParams{f("h"), f("w"), f("padH"), f("padW"), f("strideH"), f("strideW"), f("dilationH"), f("dilationW")}
-			return im.b.im2col(a[0], p)
+			return im.b.im2col(a[0], im2colParams(n.Op()))
 		},
 	})
 }

@@ -36,7 +36,8 @@ func Compile(obj Objective) (*Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Problem{src: src, fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
+	p := &Problem{src: src, fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{},
+		seed: obj.RandomSeed, random: src.random(), training: true}
 	if err := p.declare(obj); err != nil {
 		return nil, err
 	}
@@ -98,6 +99,10 @@ func (p *Problem) declare(obj Objective) error {
 		if err != nil {
 			return err
 		}
+		if p.random {
+			l.full = append(l.full, array{f64: indexValues(l.n)})
+			l.rowLen = append(l.rowLen, 1)
+		}
 		p.levels[lv] = l
 	}
 	for _, n := range obj.Constants {
@@ -106,6 +111,15 @@ func (p *Problem) declare(obj Objective) error {
 		}
 	}
 	return p.snapshotConstants(obj, r)
+}
+
+// indexValues returns 0, 1, ..., n−1.
+func indexValues(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = float64(i)
+	}
+	return v
 }
 
 // layout lays the variables vars out in one flat vector and returns their

@@ -18,6 +18,13 @@ package graph
 // that grad can differentiate again: a Hessian-vector product is grad of
 // ⟨grad(g), v⟩.
 
+func init() {
+	for _, kind := range []string{"maxPoolDiffOp", "avgPoolDiffOp", "batchnormDiffOp", "dropoutDiffOp", "softmaxDiffOp",
+		"sparsemaxDiffOp", "byIndicesOpDiffOp", "ctcLossDiffOp", "groupNormDiffOp", "upsampleDiffOp", "sliceIncrOp", "col2imOp"} {
+		reject(kind, "a node of gorgonia's own gradient (Grad, Backpropagate): graph/ differentiates the objectives itself; write the objectives without gorgonia's gradients (an unrolled inner loop is Problem.Unrolled, or package unroll)")
+	}
+}
+
 // noGrad reports whether n is constant for differentiation whatever its
 // arguments: comparisons and signs are piecewise constant, and widened
 // float32 nodes are data (see opDef.constant).

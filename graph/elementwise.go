@@ -16,10 +16,11 @@ import (
 // Elementwise operations.
 var (
 	opNeg, opExp, opLog, opLog1p, opExpm1, opSqrt, opInvSqrt, opSquare, opCube,
-	opInverse, opSigmoid, opTanh, opSoftplus, opAbs, opSign, opSin, opCos opKind
+	opInverse, opSigmoid, opTanh, opSoftplus, opAbs, opSign, opSin, opCos,
+	opCeil, opFloor opKind
 
-	opAdd, opSub, opMul, opDiv, opPow opKind
-	opCmp                             opKind // 1 or 0; ints[0] is the comparison (cmpLT...)
+	opAdd, opSub, opMul, opDiv, opPow, opMaxOf, opMinOf opKind
+	opCmp                                               opKind // 1 or 0; ints[0] is the comparison (cmpLT...)
 )
 
 // Comparisons of opCmp.
@@ -88,6 +89,8 @@ func init() {
 	opCos = unary("cos", "cos", each(math.Cos),
 		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSin, x))) })
 	opSign = unary("sign", "sign", each(sign), nil)
+	opCeil = unary("ceil", "ceil", each(math.Ceil), nil)
+	opFloor = unary("floor", "floor", each(math.Floor), nil)
 	unaryImports["log2"] = func(b *builder, a *node) *node { return b.scale(b.unary(opLog, a), 1/math.Ln2) }
 
 	binary := func(name string, elem func(x, y float64) float64, vjp func(b *builder, n *node, k int, g *node) *node) opKind {
@@ -123,9 +126,12 @@ func init() {
 		return b.reduceTo(b.mul(g, b.mul(n, b.unary(opLog, x))), y.shape)
 	})
 	opCmp = binary("cmp", nil, nil)
+	// The larger (smaller) operand takes the adjoint, x on ties.
+	opMaxOf = binary("maxof", math.Max, func(b *builder, n *node, k int, g *node) *node { return extremumVJP(b, n, k, g, cmpGE) })
+	opMinOf = binary("minof", math.Min, func(b *builder, n *node, k int, g *node) *node { return extremumVJP(b, n, k, g, cmpLE) })
 
 	recognize("elemUnaryOp", importRule{
-		doc: "abs sign sin cos exp ln log2 neg square sqrt inv invSqrt cube tanh sigmoid log1p expm1 softplus",
+		doc: "abs sign ceil floor sin cos exp ln log2 neg square sqrt inv invSqrt cube tanh sigmoid log1p expm1 softplus (and so Mish)",
 		check: func(op G.Op) error {
 			if _, ok := unaryImports[op.String()]; !ok {
 				return fmt.Errorf("unsupported operation %s", op)
@@ -158,6 +164,25 @@ func init() {
 		},
 	})
 	arithOps = map[string]opKind{"+": opAdd, "-": opSub, "⊙": opMul, "÷": opDiv, "^": opPow}
+	between := func(op *opKind) func(im *importer, n *G.Node, a []*node) *node {
+		return func(im *importer, n *G.Node, a []*node) *node { return im.b.binary(*op, a[0], a[1]) }
+	}
+	recognize("maxBetween", importRule{doc: "MaxBetween", translate: between(&opMaxOf)})
+	recognize("minBetween", importRule{doc: "MinBetween", translate: between(&opMinOf)})
+	recognize("Iop", importRule{doc: "Iop (the identity)",
+		translate: func(im *importer, n *G.Node, a []*node) *node { return a[0] }})
+	reject("clampOp", "clamping is piecewise linear with a derivative gorgonia defines its own way; write it with MaxBetween and MinBetween")
+}
+
+// extremumVJP is the adjoint of argument k of n = max(x, y) (kind cmpGE)
+// or min(x, y) (cmpLE): g where x wins (on ties too) for x, elsewhere for y.
+func extremumVJP(b *builder, n *node, k int, g *node, kind int) *node {
+	x, y := n.args[0], n.args[1]
+	wins := b.cmp(kind, x, y)
+	if k == 1 {
+		wins = b.binary(opSub, b.scalar(1), wins)
+	}
+	return b.reduceTo(b.mul(g, wins), n.args[k].shape)
 }
 
 // arithOps and cmpKinds map the operator symbols of gorgonia's elemBinOp

@@ -22,6 +22,7 @@ func init() {
 		f64:   func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
 		mixed: func(n *node, out []float64, _ [][]float64, in32 [][]float32) { widenInto(out, in32[0]) },
 	})
+	reject("dtConvOp", "graph/ computes in float64: build the graph in float64 without ConvType (Objective.Float32Data keeps the data in float32)")
 }
 
 // widen returns a float32 node's values in float64. A product reads the

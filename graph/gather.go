@@ -58,6 +58,7 @@ func init() {
 			return nil
 		},
 	})
+	reject("byIndicesOp", "ByIndices reads integer indices; use graph.Gather, whose indices are float64 (rows, axis 0)")
 	recognize("gatherOp", importRule{doc: "graph.Gather",
 		translate: func(im *importer, n *G.Node, a []*node) *node { return im.b.gather(a[0], a[1]) },
 	})

@@ -35,10 +35,19 @@ var privateFields = map[string]map[string]reflect.Kind{
 	"softmaxOp":   {"axis": reflect.Int, "isLog": reflect.Bool},
 	"im2colOp": {"h": reflect.Int, "w": reflect.Int, "padH": reflect.Int, "padW": reflect.Int,
 		"strideH": reflect.Int, "strideW": reflect.Int, "dilationH": reflect.Int, "dilationW": reflect.Int},
-	"maxPoolOp": {"h": reflect.Int, "w": reflect.Int, "padNorth": reflect.Int, "padSouth": reflect.Int,
-		"padWest": reflect.Int, "padEast": reflect.Int, "explicitPadding": reflect.Bool,
-		"strideH": reflect.Int, "strideW": reflect.Int},
+	"atOp":        {"coordinates": reflect.Slice},
+	"tensordotOp": {"aAxes": reflect.Slice, "bAxes": reflect.Slice},
+	"BatchNormOp": {"epsilon": reflect.Float64, "momentum": reflect.Float64},
+	"dropoutOp":   {"probability": reflect.Float64},
+	"randomOp":    {"which": reflect.Uint8, "a": reflect.Float64, "b": reflect.Float64},
+	"upsampleOp":  {"stride": reflect.Int},
+	"maxPoolOp":   poolFields,
+	"avgPoolOp":   poolFields,
 }
+
+// poolFields are the fields of gorgonia's maxPoolOp and avgPoolOp.
+var poolFields = map[string]reflect.Kind{"h": reflect.Int, "w": reflect.Int, "padNorth": reflect.Int, "padSouth": reflect.Int,
+	"padWest": reflect.Int, "padEast": reflect.Int, "explicitPadding": reflect.Bool, "strideH": reflect.Int, "strideW": reflect.Int}
 
 // importError is raised (as a panic) when the importer meets something it
 // does not expect in a gorgonia graph; the importer recovers it into an
@@ -110,6 +119,8 @@ func privateInts(v any, name string) []int {
 
 func privateBool(v any, name string) bool { return private(v, name).Bool() }
 
+func privateFloat(v any, name string) float64 { return private(v, name).Float() }
+
 // nodeArgs returns n's arguments in order, read from the node's own list.
 // gorgonia's ExprGraph.From(id) is not used: after ExprGraph.RemoveNode
 // (gorgonia's log(1±a) stabilization calls it) its id→index cache is stale
@@ -163,11 +174,107 @@ var linAlgKinds = sync.OnceValues(func() (map[int]string, error) {
 	return kinds, nil
 })
 
-// sliceOf returns the slice a gorgonia sliceOp takes (nil: all of the axis).
-func sliceOf(op G.Op) tensor.Slice {
+// The parameters of gorgonia's operations, by kind.
+
+// reducedAxes returns the axes a sumOp or maxOp reduces (none: all).
+func reducedAxes(op G.Op) []int { return privateInts(op, "along") }
+
+// transposePattern returns the permutation of a transposeOp.
+func transposePattern(op G.Op) []int { return privateInts(op, "pattern") }
+
+// opAxis returns the axis of a sizeOp or concatOp.
+func opAxis(op G.Op) int { return privateInt(op, "axis") }
+
+// repeatAxis returns the axis a repeatOp repeats along.
+func repeatAxis(op G.Op) int { return privateInt(op, "along") }
+
+// sliceParams returns the axis of a sliceOp and the slice it takes (nil:
+// all of the axis).
+func sliceParams(op G.Op) (int, tensor.Slice) {
 	s, ok := op.(interface{ IsSlice() tensor.Slice })
 	if !ok {
 		importPanic("gorgonia's %s has no IsSlice method", typeName(op))
 	}
-	return s.IsSlice()
+	return privateInt(op, "along"), s.IsSlice()
 }
+
+// softmaxParams returns the axis of a softmaxOp and whether it is the
+// log-softmax.
+func softmaxParams(op G.Op) (axis int, isLog bool) {
+	return privateInt(op, "axis"), privateBool(op, "isLog")
+}
+
+// im2colParams returns the kernel, padding, strides and dilations of an
+// im2colOp.
+func im2colParams(op G.Op) convParams {
+	f := func(name string) int { return privateInt(op, name) }
+	return convParams{f("h"), f("w"), f("padH"), f("padW"), f("strideH"), f("strideW"), f("dilationH"), f("dilationW")}
+}
+
+// poolingParams returns the window, the padding (north, south, west,
+// east) and strides of a maxPoolOp or avgPoolOp as its fields hold them,
+// and whether four paddings were given.
+func poolingParams(op G.Op) (poolParams, bool) {
+	f := func(name string) int { return privateInt(op, name) }
+	return poolParams{kh: f("h"), kw: f("w"), padN: f("padNorth"), padS: f("padSouth"),
+		padW: f("padWest"), padE: f("padEast"), sH: f("strideH"), sW: f("strideW")}, privateBool(op, "explicitPadding")
+}
+
+// atCoordinates returns the coordinates of an atOp.
+func atCoordinates(op G.Op) []int { return privateInts(op, "coordinates") }
+
+// upsampleFactor returns the factor an upsampleOp repeats rows and columns
+// by.
+func upsampleFactor(op G.Op) int { return privateInt(op, "stride") + 1 }
+
+// tensordotAxes returns the contracted axes of a tensordotOp's operands.
+func tensordotAxes(op G.Op) (a, b []int) { return privateInts(op, "aAxes"), privateInts(op, "bAxes") }
+
+// productParams returns the product a linAlgBinOp computes ("matmul",
+// "matvec", "vecdot", "outer" or "batched") and its transposes.
+func productParams(op G.Op) (kind string, transA, transB bool) {
+	return linAlgKind(op), privateBool(op, "transA"), privateBool(op, "transB")
+}
+
+// batchNormParams returns ε and the momentum of a BatchNormOp. (Its mode
+// is the machine's: gorgonia's machines set it when they are made.)
+func batchNormParams(op G.Op) (eps, momentum float64) {
+	return privateFloat(op, "epsilon"), privateFloat(op, "momentum")
+}
+
+// dropoutProbability returns the probability of a dropoutOp. (Its mode is
+// the machine's, as BatchNorm's.)
+func dropoutProbability(op G.Op) float64 { return privateFloat(op, "probability") }
+
+// randomParams returns the distribution of a randomOp (randUniform,
+// randGaussian or randBinomial) and its two parameters. The distribution is
+// recognized by comparing it with the nodes gorgonia's constructors make.
+func randomParams(op G.Op) (kind int, a, b float64) {
+	kinds, err := randomKinds()
+	if err != nil {
+		importPanic("%v", err)
+	}
+	k, ok := kinds[privateInt(op, "which")]
+	if !ok {
+		importPanic("gorgonia random node %v of a distribution graph/ does not know", op)
+	}
+	return k, privateFloat(op, "a"), privateFloat(op, "b")
+}
+
+var randomKinds = sync.OnceValues(func() (map[int]int, error) {
+	kinds := map[int]int{}
+	// Each in a graph of its own: gorgonia's graph takes random nodes of
+	// equal shape and parameters for one node.
+	for kind, n := range []*G.Node{
+		randUniform:  G.UniformRandomNode(G.NewGraph(), G.Float64, 0, 1, 2),
+		randGaussian: G.GaussianRandomNode(G.NewGraph(), G.Float64, 0, 1, 2),
+		randBinomial: G.BinomialRandomNode(G.NewGraph(), G.Float64, 1, 0.5, 2),
+	} {
+		w := privateInt(n.Op(), "which")
+		if _, dup := kinds[w]; dup {
+			return nil, fmt.Errorf("graph: gorgonia's random nodes share their distribution field")
+		}
+		kinds[w] = kind
+	}
+	return kinds, nil
+})

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -8,29 +9,24 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// privateProbes builds, for every type privateFields lists, a value of it
-// with gorgonia's exported constructors, and says what each field must
-// read back as.
-func privateProbes(t *testing.T) map[string]struct {
-	v    any
-	want map[string]any
-} {
-	t.Helper()
+// TestGorgoniaPrivate builds every kind of gorgonia operation whose
+// private fields graph/ reads with gorgonia's own constructors, reads its
+// parameters through gorgonia_private.go and checks them against the
+// values given to the constructor: it fails, naming the field, as soon as
+// a gorgonia version differs from v0.9.18 in any of them. It also checks
+// that every type privateFields lists is read here.
+func TestGorgoniaPrivate(t *testing.T) {
 	g := G.NewGraph()
-	m := G.NewMatrix(g, G.Float64, G.WithShape(2, 3), G.WithName("m"), G.WithInit(G.Zeroes()))
-	sq := G.NewMatrix(g, G.Float64, G.WithShape(3, 3), G.WithName("sq"), G.WithInit(G.Zeroes()))
-	img := G.NewTensor(g, G.Float64, 4, G.WithShape(1, 2, 5, 5), G.WithName("img"), G.WithInit(G.Zeroes()))
-	op := func(n *G.Node, err error) G.Op {
+	in := func(name string, shape ...int) *G.Node {
+		return G.NewTensor(g, G.Float64, len(shape), G.WithShape(shape...), G.WithName(name), G.WithInit(G.Zeroes()))
+	}
+	m, sq, v, img, cube := in("m", 2, 3), in("sq", 3, 3), in("v", 3), in("img", 1, 2, 5, 5), in("cube", 2, 2, 2)
+	must := func(n *G.Node, err error) G.Op {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n.Op()
-	}
-	sub := G.Must(G.Sub(m, m))
-	type probe = struct {
-		v    any
-		want map[string]any
 	}
 	broadcast := G.Must(G.BroadcastAdd(m, G.Must(G.Sum(m, 0)), nil, []byte{0}))
 	var repeat G.Op
@@ -39,84 +35,71 @@ func privateProbes(t *testing.T) map[string]struct {
 			repeat = c.Op()
 		}
 	}
-	if repeat == nil {
-		t.Fatal("BroadcastAdd built no repeatOp")
-	}
-	return map[string]probe{
-		"Node":        {sub, map[string]any{"children": G.Nodes{m, m}}},
-		"linAlgBinOp": {op(G.Mul(sq, sq)), map[string]any{"āBinaryOperator": "matmul", "transA": false, "transB": false}},
-		"sumOp":       {op(G.Sum(m, 1)), map[string]any{"along": []int{1}}},
-		"maxOp":       {op(G.Max(m, 0)), map[string]any{"along": []int{0}}},
-		"transposeOp": {op(G.Transpose(m)), map[string]any{"pattern": []int{1, 0}}},
-		"sizeOp":      {op(G.SizeOf(1, m)), map[string]any{"axis": 1}},
-		"repeatOp":    {repeat, map[string]any{"along": 0}},
-		"concatOp":    {op(G.Concat(1, m, m)), map[string]any{"axis": 1}},
-		"sliceOp":     {op(G.Slice(m, nil, G.S(1, 3))), map[string]any{"along": 1}},
-		"softmaxOp":   {op(G.LogSoftMax(m, 0)), map[string]any{"axis": 0, "isLog": true}},
-		"im2colOp": {op(G.Im2Col(img, tensor.Shape{3, 2}, tensor.Shape{1, 0}, tensor.Shape{2, 1}, tensor.Shape{1, 2})),
-			map[string]any{"h": 3, "w": 2, "padH": 1, "padW": 0, "strideH": 2, "strideW": 1, "dilationH": 1, "dilationW": 2}},
-		"maxPoolOp": {op(G.MaxPool2D(img, tensor.Shape{2, 3}, []int{0, 1, 2, 3}, []int{2, 1})),
-			map[string]any{"h": 2, "w": 3, "padNorth": 0, "padSouth": 1, "padWest": 2, "padEast": 3,
-				"explicitPadding": true, "strideH": 2, "strideW": 1}},
-	}
-}
-
-// TestGorgoniaPrivate reads every private field graph/ reads from a value
-// gorgonia's constructors built, and checks what it reads: it fails,
-// naming the field, as soon as a gorgonia version differs from v0.9.18 in
-// any of them.
-func TestGorgoniaPrivate(t *testing.T) {
-	probes := privateProbes(t)
-	for kind, fields := range privateFields {
-		p, ok := probes[kind]
-		if !ok {
-			t.Errorf("no probe builds gorgonia's %s", kind)
-			continue
-		}
-		if got := typeName(p.v); got != kind {
-			t.Errorf("the probe for %s builds a %s", kind, got)
-			continue
-		}
-		for name := range fields {
-			want, ok := p.want[name]
-			if !ok {
-				t.Errorf("%s: the probe does not say what field %s holds", kind, name)
-				continue
-			}
-			func() {
-				defer func() {
-					if r := recover(); r != nil {
-						t.Errorf("%s.%s: %v", kind, name, r)
-					}
-				}()
-				var got any
-				switch want.(type) {
-				case int:
-					got = privateInt(p.v, name)
-				case bool:
-					got = privateBool(p.v, name)
-				case []int:
-					got = privateInts(p.v, name)
-				case string: // an operator, read as the product it names
-					got = linAlgKind(p.v.(G.Op))
-				case G.Nodes:
-					got = G.Nodes(nodeArgs(p.v.(*G.Node)))
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s.%s reads %v, want %v", kind, name, got, want)
-				}
-			}()
-		}
-	}
-	kinds, err := linAlgKinds()
+	_, _, _, bn, err := G.BatchNorm(img, nil, nil, 0.7, 0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(kinds) != 5 {
-		t.Errorf("gorgonia's products map to %d operators, want 5: %v", len(kinds), kinds)
+	sub := G.Must(G.Sub(sq, G.Must(G.Transpose(sq))))
+	cases := []struct {
+		kind      string
+		op        any
+		got, want func(op any) any
+	}{
+		{"Node", sub, func(op any) any { return G.Nodes(nodeArgs(op.(*G.Node)))[0] }, func(any) any { return sq }},
+		{"linAlgBinOp", must(G.Mul(sq, sq)), func(op any) any { k, a, b := productParams(op.(G.Op)); return fmt.Sprintf("%v %v %v", k, a, b) }, func(any) any { return "matmul false false" }},
+		{"linAlgBinOp", must(G.BatchedMatMul(cube, cube, true, false)), func(op any) any { k, a, b := productParams(op.(G.Op)); return fmt.Sprintf("%v %v %v", k, a, b) }, func(any) any { return "batched true false" }},
+		{"linAlgBinOp", must(G.Mul(sq, v)), func(op any) any { k, _, _ := productParams(op.(G.Op)); return k }, func(any) any { return "matvec" }},
+		{"linAlgBinOp", must(G.Mul(v, v)), func(op any) any { k, _, _ := productParams(op.(G.Op)); return k }, func(any) any { return "vecdot" }},
+		{"linAlgBinOp", must(G.OuterProd(v, v)), func(op any) any { k, _, _ := productParams(op.(G.Op)); return k }, func(any) any { return "outer" }},
+		{"sumOp", must(G.Sum(m, 1)), func(op any) any { return reducedAxes(op.(G.Op)) }, func(any) any { return []int{1} }},
+		{"maxOp", must(G.Max(m, 0)), func(op any) any { return reducedAxes(op.(G.Op)) }, func(any) any { return []int{0} }},
+		{"transposeOp", must(G.Transpose(m)), func(op any) any { return transposePattern(op.(G.Op)) }, func(any) any { return []int{1, 0} }},
+		{"sizeOp", must(G.SizeOf(1, m)), func(op any) any { return opAxis(op.(G.Op)) }, func(any) any { return 1 }},
+		{"concatOp", must(G.Concat(1, m, m)), func(op any) any { return opAxis(op.(G.Op)) }, func(any) any { return 1 }},
+		{"repeatOp", repeat, func(op any) any { return repeatAxis(op.(G.Op)) }, func(any) any { return 0 }},
+		{"sliceOp", must(G.Slice(m, nil, G.S(1, 3))), func(op any) any {
+			ax, s := sliceParams(op.(G.Op))
+			return fmt.Sprint(ax, s.Start(), s.End())
+		}, func(any) any { return "1 1 3" }},
+		{"softmaxOp", must(G.LogSoftMax(m, 0)), func(op any) any { a, l := softmaxParams(op.(G.Op)); return fmt.Sprint(a, l) }, func(any) any { return "0 true" }},
+		{"im2colOp", must(G.Im2Col(img, tensor.Shape{3, 2}, tensor.Shape{1, 0}, tensor.Shape{2, 1}, tensor.Shape{1, 2})),
+			func(op any) any { return im2colParams(op.(G.Op)) }, func(any) any { return convParams{3, 2, 1, 0, 2, 1, 1, 2} }},
+		{"maxPoolOp", must(G.MaxPool2D(img, tensor.Shape{2, 3}, []int{0, 1, 2, 3}, []int{2, 1})),
+			func(op any) any { p, e := poolingParams(op.(G.Op)); return fmt.Sprint(p, e) },
+			func(any) any { return fmt.Sprint(poolParams{2, 3, 0, 1, 2, 3, 2, 1}, true) }},
+		{"avgPoolOp", must(G.AveragePool2D(img, tensor.Shape{3, 2}, []int{1, 0}, []int{1, 2})),
+			func(op any) any { p, e := poolingParams(op.(G.Op)); return fmt.Sprint(p, e) },
+			func(any) any { return fmt.Sprint(poolParams{3, 2, 1, 1, 0, 0, 1, 2}, false) }},
+		{"atOp", must(G.At(m, 1, 2)), func(op any) any { return atCoordinates(op.(G.Op)) }, func(any) any { return []int{1, 2} }},
+		{"upsampleOp", must(G.Upsample2D(img, 3)), func(op any) any { return upsampleFactor(op.(G.Op)) }, func(any) any { return 3 }},
+		{"tensordotOp", must(G.Tensordot([]int{1}, []int{0}, m, sq)), func(op any) any { a, b := tensordotAxes(op.(G.Op)); return fmt.Sprint(a, b) }, func(any) any { return "[1] [0]" }},
+		{"BatchNormOp", bn, func(op any) any { e, mo := batchNormParams(op.(G.Op)); return fmt.Sprint(e, mo) }, func(any) any { return "0.01 0.7" }},
+		{"dropoutOp", must(G.Dropout(m, 0.25)), func(op any) any { return dropoutProbability(op.(G.Op)) }, func(any) any { return 0.25 }},
+		{"randomOp", G.GaussianRandomNode(g, G.Float64, 0.5, 2, 3).Op(), func(op any) any { k, a, b := randomParams(op.(G.Op)); return fmt.Sprint(k, a, b) }, func(any) any { return fmt.Sprint(randGaussian, 0.5, 2) }},
+		{"randomOp", G.BinomialRandomNode(g, G.Float64, 3, 0.25, 4).Op(), func(op any) any { k, a, b := randomParams(op.(G.Op)); return fmt.Sprint(k, a, b) }, func(any) any { return fmt.Sprint(randBinomial, 3, 0.25) }},
 	}
-	if s := sliceOf(probes["sliceOp"].v.(G.Op)); s == nil || s.Start() != 1 || s.End() != 3 {
-		t.Errorf("sliceOp's slice reads %v, want [1:3]", s)
+	read := map[string]bool{}
+	for _, c := range cases {
+		if got := typeName(c.op); got != c.kind {
+			t.Errorf("the case for %s builds a %s", c.kind, got)
+			continue
+		}
+		read[c.kind] = true
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", c.kind, r)
+				}
+			}()
+			if got, want := c.got(c.op), c.want(c.op); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s reads %v, want %v", c.kind, got, want)
+			}
+		}()
+	}
+	for kind := range privateFields {
+		if !read[kind] {
+			t.Errorf("no case reads gorgonia's %s", kind)
+		}
 	}
 }
 

@@ -17,6 +17,12 @@ import (
 // operation is checked before a single node is built or run, because some
 // gorgonia kernels panic inside a goroutine where recover cannot reach.
 
+func init() {
+	for _, kind := range []string{"letOp", "readOp", "devTrans"} {
+		reject(kind, "statements (Let, Read, device transfers) are not part of an objective; build the objectives without them")
+	}
+}
+
 // isGorgoniaConstant reports whether n was made by gorgonia.NewConstant.
 func isGorgoniaConstant(n *G.Node) bool {
 	switch typeName(n.Op()) {
@@ -202,6 +208,23 @@ type importer struct {
 	leaves map[*G.Node]*node
 	fixed  map[*G.Node][]float64 // values of the other input nodes
 	ir     map[*G.Node]*node
+	// training is the mode of Dropout, BatchNorm and random nodes (see
+	// Problem.SetTraining); for random nodes and Dropout, seed and index
+	// are the seed and the node of the batch's sample indices, samples
+	// the number of samples of the level translated.
+	training bool
+	seed     uint64
+	samples  int
+	index    *node
+}
+
+// sampleIndex returns the node of the batch's sample indices, which random
+// nodes and Dropout read.
+func (im *importer) sampleIndex() *node {
+	if im.index == nil {
+		importPanic("a random node where graph/ did not expect one")
+	}
+	return im.index
 }
 
 func newImporter(b *builder, src *source, leaves map[*G.Node]*node, fixed map[*G.Node][]float64) *importer {

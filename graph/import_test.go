@@ -11,9 +11,16 @@ import (
 
 // gorgoniaForward returns the values of roots by gorgonia's own forward
 // pass (a TapeMachine on the roots' exact subgraph).
-func gorgoniaForward(t *testing.T, roots ...*G.Node) []float64 {
+func gorgoniaForward(t *testing.T, root *G.Node, opts ...G.VMOpt) []float64 {
 	t.Helper()
-	vm := G.NewTapeMachine(roots[0].Graph().ExactSubgraphRoots(roots...))
+	return gorgoniaValues(t, []*G.Node{root}, opts...)
+}
+
+// gorgoniaValues returns the values of roots by gorgonia's own forward
+// pass.
+func gorgoniaValues(t *testing.T, roots []*G.Node, opts ...G.VMOpt) []float64 {
+	t.Helper()
+	vm := G.NewTapeMachine(roots[0].Graph().ExactSubgraphRoots(roots...), opts...)
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		t.Fatalf("gorgonia's forward pass: %v", err)
@@ -82,7 +89,7 @@ func TestStaleArgumentCache(t *testing.T) {
 	if stale == 0 {
 		t.Fatal("the case no longer leaves gorgonia's id cache stale; it tests nothing")
 	}
-	want := gorgoniaForward(t, obj.Lower, obj.Upper)
+	want := gorgoniaValues(t, []*G.Node{obj.Lower, obj.Upper})
 	p, err := Compile(obj)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +135,7 @@ func binaryXent(t *testing.T, handWrittenFirst bool) Objective {
 func TestBinaryXent(t *testing.T) {
 	for _, first := range []bool{false, true} {
 		obj := binaryXent(t, first)
-		want := gorgoniaForward(t, obj.Lower, obj.Upper)
+		want := gorgoniaValues(t, []*G.Node{obj.Lower, obj.Upper})
 		p, err := Compile(obj)
 		if err != nil {
 			t.Fatalf("hand-written log(1−p) first %v: %v", first, err)

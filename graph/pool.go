@@ -43,6 +43,91 @@ func init() {
 			return im.b.poolGather(a[0], a[0], gorgoniaPool(n.Op()))
 		},
 	})
+	opWindowSum = define(opDef{name: "windowsum", arity: 1,
+		shape: func(n *node) []int { return poolShape(&node{args: []*node{n.args[0], n.args[0]}, ints: n.ints}) },
+		f64: func(n *node, out []float64, in [][]float64) {
+			windowSumInto(out, in[0], n.args[0].shape, poolFrom(n.ints), false)
+		},
+		vjp: func(b *builder, n *node, _ int, g *node) *node {
+			return b.add(&node{op: opWindowSpread, args: []*node{g}, shape: cloneInts(n.args[0].shape), ints: n.ints})
+		},
+	})
+	opWindowSpread = define(opDef{name: "windowspread", arity: 1, // the adjoint of opWindowSum: each element of args[0] added to its window; the node's shape is the image's
+		shape: func(n *node) []int {
+			if pooled := poolShape(&node{args: []*node{n, n}, ints: n.ints}); !sameShape(pooled, n.args[0].shape) {
+				shapePanic("window-sum adjoint of shape %v for windows of shape %v", n.args[0].shape, pooled)
+			}
+			return n.shape
+		},
+		f64: func(n *node, out []float64, in [][]float64) {
+			windowSumInto(in[0], out, n.shape, poolFrom(n.ints), true)
+		},
+		vjp: func(b *builder, n *node, _ int, g *node) *node {
+			return b.add(&node{op: opWindowSum, args: []*node{g}, ints: n.ints})
+		},
+	})
+	recognize("avgPoolOp", importRule{doc: "AveragePool2D (gorgonia divides each window's sum by the image width, not the window size)",
+		translate: func(im *importer, n *G.Node, a []*node) *node {
+			if len(a[0].shape) != 4 {
+				shapePanic("average pooling of shape %v: want (batch, channels, height, width)", a[0].shape)
+			}
+			sum := im.b.add(&node{op: opWindowSum, args: []*node{a[0]}, ints: gorgoniaPool(n.Op()).ints()})
+			return im.b.scale(sum, 1/float64(a[0].shape[3]))
+		},
+	})
+	recognize("globalAveragePoolOp", importRule{doc: "GlobalAveragePool2D",
+		translate: func(im *importer, n *G.Node, a []*node) *node {
+			b, x := im.b, a[0]
+			if len(x.shape) != 4 {
+				shapePanic("global average pooling of shape %v: want (batch, channels, height, width)", x.shape)
+			}
+			nb, c, hw := x.shape[0], x.shape[1], x.shape[2]*x.shape[3]
+			sum := b.reduce(opSum, b.reshape(x, []int{nb, c, hw}), 2)
+			return b.reshape(b.scale(sum, 1/float64(hw)), []int{nb, c, 1, 1})
+		},
+	})
+}
+
+// Window sums, for gorgonia's average pooling: each window of a
+// (batch, channels, h, w) image summed (windows as max pooling's, clipped
+// to the image), and the adjoint, each window's value added back to its
+// elements.
+var opWindowSum, opWindowSpread opKind // ints: as the max-pooling operations'
+
+// windowSumInto sets out to the window sums of x (of shape shape); with
+// spread it computes the adjoint instead: x, cleared, receives each
+// window's value in out at each of the window's elements.
+func windowSumInto(out, x []float64, shape []int, p poolParams, spread bool) {
+	h, w := shape[2], shape[3]
+	oh, ow := p.outHW(h, w)
+	if spread {
+		clear(x)
+	}
+	o := 0
+	for pl := 0; pl < shape[0]*shape[1]; pl++ {
+		img := x[pl*h*w : (pl+1)*h*w]
+		for or := 0; or < oh; or++ {
+			r0, r1 := max(or*p.sH-p.padN, 0), min(or*p.sH-p.padN+p.kh, h)
+			for oc := 0; oc < ow; oc++ {
+				c0, c1 := max(oc*p.sW-p.padW, 0), min(oc*p.sW-p.padW+p.kw, w)
+				s := 0.0
+				for r := r0; r < r1; r++ {
+					row := img[r*w : r*w+c1]
+					for c := c0; c < c1; c++ {
+						if spread {
+							row[c] += out[o]
+						} else {
+							s += row[c]
+						}
+					}
+				}
+				if !spread {
+					out[o] = s
+				}
+				o++
+			}
+		}
+	}
 }
 
 // poolParams are the ints of opPoolGather and opPoolScatter.
@@ -66,10 +151,8 @@ func (p poolParams) outHW(h, w int) (int, int) {
 // padNorth and padWest, while the output size counts all four: graph/
 // computes what gorgonia computes.
 func gorgoniaPool(op G.Op) poolParams {
-	f := func(name string) int { return privateInt(op, name) }
-	p := poolParams{kh: f("h"), kw: f("w"), padN: f("padNorth"), padS: f("padSouth"),
-		padW: f("padWest"), padE: f("padEast"), sH: f("strideH"), sW: f("strideW")}
-	if privateBool(op, "explicitPadding") {
+	p, explicit := poolingParams(op)
+	if explicit {
 		p.padN, p.padS, p.padW, p.padE = p.padS, p.padN, p.padE, p.padW
 	}
 	return p

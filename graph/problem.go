@@ -37,6 +37,12 @@ type Objective struct {
 	// a silent constant; nodes made by gorgonia.NewConstant need no
 	// declaration.
 	Constants []*G.Node
+	// RandomSeed seeds the masks of gorgonia's Dropout and the numbers of
+	// its random nodes (UniformRandomNode and friends), which graph/ draws
+	// as a deterministic function of the seed, the node and the batch's
+	// samples, so that all oracles of one batch see the same ones (see
+	// Problem.SetTraining for evaluation without them).
+	RandomSeed uint64
 	// Float32Data holds the data of both levels in float32: half the
 	// memory, and half the memory traffic of the products that read them,
 	// which is what bounds the oracles of models with large data. The
@@ -81,6 +87,9 @@ type Problem struct {
 	x0, y0                 []float64
 	levels                 [2]level // lowerLevel, upperLevel
 	src                    *source
+	seed                   uint64 // Objective.RandomSeed
+	random                 bool   // the objectives hold random nodes or Dropout
+	training               bool   // see SetTraining
 	fixed                  map[*G.Node][]float64
 	worlds                 map[worldKey]*world
 	stats                  Stats
@@ -94,8 +103,10 @@ const (
 var levelNames = [2]string{"lower objective g", "upper objective f"}
 
 type level struct {
-	root   *G.Node
-	data   []*G.Node
+	root *G.Node
+	data []*G.Node
+	// full and rowLen hold the data's values and elements per sample, then,
+	// when the problem is random, the samples' indices 0, 1, ..., n−1.
 	full   []array
 	rowLen []int
 	n      int
@@ -121,6 +132,17 @@ func (src *source) reachable(root *G.Node) map[*G.Node]bool {
 	}
 	visit(root)
 	return seen
+}
+
+// random reports whether the objectives hold random nodes or Dropout.
+func (src *source) random() bool {
+	for _, n := range src.order {
+		switch typeName(n.Op()) {
+		case "randomOp", "dropoutOp":
+			return true
+		}
+	}
+	return false
 }
 
 // gatherIndices returns the nodes read as Gather indices.

@@ -177,9 +177,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unsupported op", func() Objective {
 			o := ridge(ridgeA, ridgeT, 4, 3)
-			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Ceil(o.Inner[0]))))))
+			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Sparsemax(G.Must(G.Reshape(o.Inner[0], tensor.Shape{3}))))))))
 			return o
-		}, []string{"unsupported operation", "ceil"}},
+		}, []string{"unsupported operation", "sparsemax"}},
 		{"float32", func() Objective {
 			g := G.NewGraph()
 			w := G.NewVector(g, G.Float32, G.WithShape(2), G.WithName("w32"), G.WithInit(G.Zeroes()))

@@ -41,7 +41,7 @@ func init() {
 	})
 	reduceAlong := func(kind *opKind) func(im *importer, n *G.Node, a []*node) *node {
 		return func(im *importer, n *G.Node, a []*node) *node {
-			along := privateInts(n.Op(), "along")
+			along := reducedAxes(n.Op())
 			if len(along) == 0 {
 				for i := range a[0].shape {
 					along = append(along, i)

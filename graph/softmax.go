@@ -35,13 +35,16 @@ func init() {
 	})
 	recognize("softmaxOp", importRule{doc: "SoftMax, LogSoftMax (any axis)",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			ls := im.b.logSoftmax(a[0], normAxis(privateInt(n.Op(), "axis"), len(a[0].shape)))
-			if privateBool(n.Op(), "isLog") {
+			axis, isLog := softmaxParams(n.Op())
+			ls := im.b.logSoftmax(a[0], normAxis(axis, len(a[0].shape)))
+			if isLog {
 				return ls
 			}
 			return im.b.unary(opExp, ls)
 		},
 	})
+	reject("sparsemaxOp", "graph/ has no rule for sparsemax; use SoftMax, which graph/ differentiates any number of times")
+	reject("ctcLossOp", "graph/ has no rule for the CTC loss; write the loss with LogSoftMax, Slice and Sum")
 	recognize("logSoftmaxOp", importRule{doc: "graph.LogSoftmax, graph.SoftmaxCrossEntropy",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
 			return im.b.logSoftmax(a[0], normAxis(n.Op().(logSoftmaxOp).axis, len(a[0].shape)))

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // Structural operations: they move elements without arithmetic. Reshapes
@@ -81,22 +82,22 @@ func recognizeStructure() {
 	})
 	recognize("transposeOp", importRule{doc: "Transpose",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			return im.b.transpose(a[0], privateInts(n.Op(), "pattern"))
+			return im.b.transpose(a[0], transposePattern(n.Op()))
 		},
 	})
 	recognize("sizeOp", importRule{doc: "SizeOf (and so Mean, a batch mean)",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			axis := privateInt(n.Op(), "axis")
+			axis := opAxis(n.Op())
 			checkAxis("size", axis, a[0].shape)
 			return im.b.scalar(float64(a[0].shape[axis]))
 		},
 		remake: func(c *checkGraph, n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
-			return G.SizeOf(privateInt(n.Op(), "axis"), cargs[0])
+			return G.SizeOf(opAxis(n.Op()), cargs[0])
 		},
 	})
 	recognize("repeatOp", importRule{doc: "broadcasting (BroadcastAdd & co., Auto, Broadcast)",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			along := privateInt(n.Op(), "along")
+			along := repeatAxis(n.Op())
 			shape := cloneInts(a[0].shape)
 			if along >= len(shape) || len(a) != 2 {
 				shapePanic("repeat along axis %d of shape %v", along, shape)
@@ -110,17 +111,60 @@ func recognizeStructure() {
 	})
 	recognize("concatOp", importRule{doc: "Concat",
 		translate: func(im *importer, n *G.Node, a []*node) *node {
-			return im.b.concat(privateInt(n.Op(), "axis"), a)
+			return im.b.concat(opAxis(n.Op()), a)
 		},
 	})
 	recognize("sliceOp", importRule{doc: "Slice (with steps; and Unconcat)", translate: translateSlice})
+	recognize("atOp", importRule{doc: "At (the element; gorgonia's machines skip At, a statement, inside a graph)",
+		translate: translateAt,
+		// gorgonia's machines do not evaluate At inside a graph (the next
+		// operation reads the whole tensor); the check compares with
+		// gorgonia's Slice of the element.
+		remake: func(c *checkGraph, n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
+			coords := atCoordinates(n.Op())
+			s := make([]tensor.Slice, len(coords))
+			for i, k := range coords {
+				s[i] = G.S(k)
+			}
+			return G.Slice(cargs[0], s...)
+		},
+	})
+	reject("diagFlatOp", "gorgonia types DiagFlat's result as a matrix of its input's type, which no operation accepts; multiply a broadcast column by a constant identity matrix instead (HadamardProd)")
+	recognize("upsampleOp", importRule{doc: "Upsample2D (nearest neighbour)",
+		translate: func(im *importer, n *G.Node, a []*node) *node {
+			b, x, s := im.b, a[0], upsampleFactor(n.Op())
+			if len(x.shape) != 4 {
+				shapePanic("upsampling of shape %v: want (batch, channels, height, width)", x.shape)
+			}
+			nb, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+			r := b.broadcast(b.reshape(x, []int{nb, c, h, 1, w, 1}), []int{nb, c, h, s, w, s})
+			return b.reshape(r, []int{nb, c, h * s, w * s})
+		},
+	})
+}
+
+// translateAt takes one element of a tensor: gorgonia's At.
+func translateAt(im *importer, n *G.Node, a []*node) *node {
+	coords := atCoordinates(n.Op())
+	x := a[0]
+	if len(coords) != len(x.shape) {
+		shapePanic("At%v of a tensor of shape %v", coords, x.shape)
+	}
+	at := 0
+	for i, c := range coords {
+		if c < 0 || c >= x.shape[i] {
+			shapePanic("At%v of a tensor of shape %v", coords, x.shape)
+		}
+		at = at*x.shape[i] + c
+	}
+	return im.b.slice(im.b.reshape(x, []int{x.size}), 0, at, at+1, 1, true)
 }
 
 func translateSlice(im *importer, n *G.Node, a []*node) *node {
-	axis := privateInt(n.Op(), "along")
+	axis, s := sliceParams(n.Op())
 	checkAxis("slice", axis, a[0].shape)
 	start, end, step := 0, a[0].shape[axis], 1
-	if s := sliceOf(n.Op()); s != nil {
+	if s != nil {
 		start, end, step = s.Start(), s.End(), s.Step()
 		if step < 1 {
 			step = 1

@@ -45,7 +45,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 			leaves[d] = b.dataConstant([]int(d.Shape()), l.full[i])
 		}
 	}
-	eval := func(root *G.Node, y []*node) (*node, error) {
+	eval := func(lv int, y []*node) (*node, error) {
 		m := make(map[*G.Node]*node, len(leaves)+len(y))
 		for k, v := range leaves {
 			m[k] = v
@@ -53,7 +53,9 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		for i, n := range p.innerNodes {
 			m[n] = y[i]
 		}
-		out, err := newImporter(b, p.src, m, p.fixed).node(root)
+		im := p.checkImporter(b, lv, nil)
+		im.leaves = m
+		out, err := im.node(p.levels[lv].root)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +63,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 	}
 	y, prev := u.y0, u.y0
 	for t := 0; t < T; t++ {
-		g, err := eval(p.levels[lowerLevel].root, y)
+		g, err := eval(lowerLevel, y)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +81,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		}
 		prev, y = y, next
 	}
-	f, err := eval(p.levels[upperLevel].root, y)
+	f, err := eval(upperLevel, y)
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,7 @@ func (p *Problem) verifyLevel(lv int, x, y []float64, rows []int) (float64, erro
 				nodeName(n), a[at], elementName(n.Name(), w.ir[n].shape, at), b[at], where, levelNames[lv])
 		}
 		if d > verifyTol {
-			if d, err = p.explain(w, n, ours, theirs); err != nil {
+			if d, err = p.explain(w, n, ours, theirs, rows); err != nil {
 				return 0, fmt.Errorf("graph: the translation of node %s differs from gorgonia's value: %v (%s of the %s)", nodeName(n), err, where, levelNames[lv])
 			}
 		}
@@ -141,13 +141,13 @@ func (p *Problem) verifyLevel(lv int, x, y []float64, rows []int) (float64, erro
 // translation says). The differences are then relative to the magnitude
 // of the operation's terms as well (a sum that cancels rounds relative to
 // its terms, not to its result). It returns the larger of the two.
-func (p *Problem) explain(w *world, n *G.Node, ours, theirs map[*G.Node][]float64) (float64, error) {
+func (p *Problem) explain(w *world, n *G.Node, ours, theirs map[*G.Node][]float64, rows []int) (float64, error) {
 	worst := 0.0
 	for _, side := range []struct {
 		vals        map[*G.Node][]float64
 		what, other string
 	}{{theirs, "on gorgonia's values of its arguments", "gorgonia"}, {ours, "on its arguments' values in the compiled program", "the compiled program"}} {
-		iso, err := p.isolated(w, n, side.vals)
+		iso, err := p.isolated(w, n, side.vals, rows)
 		if err != nil {
 			return 0, err
 		}
@@ -245,12 +245,16 @@ func (p *Problem) gorgoniaValues(lv int, x, y []float64, rows []int) (vals map[*
 			vals, err = nil, fmt.Errorf("graph: gorgonia's forward pass of the %s fails: %v", levelNames[lv], r)
 		}
 	}()
-	c := &checkGraph{p: p, g: G.NewGraph(), copies: map[*G.Node]*G.Node{}, inputs: p.inputValues(lv, x, y, rows)}
+	c := &checkGraph{p: p, lv: lv, rows: rows, g: G.NewGraph(), copies: map[*G.Node]*G.Node{}, inputs: p.inputValues(lv, x, y, rows)}
 	root, err := c.copy(p.levels[lv].root)
 	if err != nil {
 		return nil, err
 	}
-	vm := G.NewTapeMachine(c.g.ExactSubgraphRoots(root), G.TraceExec())
+	opts := []G.VMOpt{G.TraceExec()}
+	if !p.training {
+		opts = append(opts, G.EvalMode())
+	}
+	vm := G.NewTapeMachine(c.g.ExactSubgraphRoots(root), opts...)
 	defer vm.Close()
 	if err := vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("graph: gorgonia's forward pass of the %s fails: %v", levelNames[lv], err)
@@ -307,6 +311,8 @@ func (p *Problem) inputValues(lv int, x, y []float64, rows []int) map[*G.Node][]
 // evaluates.
 type checkGraph struct {
 	p      *Problem
+	lv     int   // the level of the objective copied
+	rows   []int // the rows of its data (nil: all)
 	g      *G.ExprGraph
 	copies map[*G.Node]*G.Node
 	inputs map[*G.Node][]float64
@@ -364,10 +370,10 @@ func (c *checkGraph) remake(n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
 }
 
 // isolated evaluates graph/'s translation of n alone on the values vals
-// of its arguments.
-func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64) ([]float64, error) {
+// of its arguments, for the given rows of the level's data.
+func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64, rows []int) ([]float64, error) {
 	b := newBuilder()
-	im := newImporter(b, p.src, nil, nil)
+	im := p.checkImporter(b, w.level, rows)
 	for _, a := range p.src.args[n] {
 		v, ok := vals[a]
 		if !ok {
@@ -379,7 +385,23 @@ func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64) ([]f
 	if err != nil {
 		return nil, err
 	}
-	pr := compile([]*node{out}, nil)
-	pr.run()
-	return append([]float64{}, pr.out(0)...), nil
+	return evaluate(out), nil
+}
+
+// checkImporter returns an importer onto b for translating nodes of level
+// lv's objective alone, its random nodes drawn for the given rows (nil:
+// all) in the problem's mode.
+func (p *Problem) checkImporter(b *builder, lv int, rows []int) *importer {
+	im := newImporter(b, p.src, nil, p.fixed)
+	l := &p.levels[lv]
+	idx := indexValues(l.n)
+	if rows != nil {
+		idx = make([]float64, len(rows))
+		for i, r := range rows {
+			idx[i] = float64(r)
+		}
+	}
+	im.training, im.seed, im.samples = p.training, p.seed, l.n
+	im.index = b.constant([]int{len(idx)}, idx)
+	return im
 }

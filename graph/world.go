@@ -18,7 +18,8 @@ type world struct {
 	out     *node
 	x, y    []*node // variable leaves
 	v, u    []*node // seeds shaped like y and like x
-	data    []*node // the level's data leaves
+	data    []*node // the level's data leaves, then index
+	index   *node   // the batch's sample indices (random problems)
 	other   []*node // leaves of the other level's data, always whole
 	dataBuf []array // gathered batch rows (batch worlds only)
 	bound   []array // scratch for batchData
@@ -62,19 +63,29 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		w.v = append(w.v, b.leaf("v:"+v.Name, v.Shape))
 		leaves[p.innerNodes[i]] = w.y[i]
 	}
-	for i, d := range l.data {
-		shape := []int(d.Shape().Clone())
-		if batch >= 0 {
-			shape[0] = batch
+	m := l.n
+	if batch >= 0 {
+		m = batch
+		for i := range l.full {
 			w.dataBuf = append(w.dataBuf, l.full[i].make(batch*l.rowLen[i]))
 		}
+	}
+	for _, d := range l.data {
+		shape := []int(d.Shape().Clone())
+		shape[0] = m
 		leaves[d] = w.dataLeaf(d, shape, &w.data)
+	}
+	im := newImporter(b, p.src, leaves, p.fixed)
+	im.training = p.training
+	if p.random {
+		w.index = b.leaf("sample index", []int{m})
+		w.data = append(w.data, w.index)
+		im.seed, im.samples, im.index = p.seed, l.n, w.index
 	}
 	// The other level's data, should this objective read them, enter whole.
 	for _, d := range p.levels[1-lv].data {
 		leaves[d] = w.dataLeaf(d, d.Shape(), &w.other)
 	}
-	im := newImporter(b, p.src, leaves, p.fixed)
 	out, err := im.node(l.root)
 	if err != nil {
 		if batch >= 0 {
