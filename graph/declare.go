@@ -248,3 +248,21 @@ func elementName(name string, shape []int, i int) string {
 	}
 	return name + "[" + strings.Join(idx, ",") + "]"
 }
+
+// checkDependence rejects variables that cannot matter: an inner variable g
+// does not read (its Hessian block would be zero), an outer variable
+// neither objective reads.
+func (p *Problem) checkDependence(obj Objective) error {
+	inG, inF := p.src.reachable(obj.Lower), p.src.reachable(obj.Upper)
+	for _, y := range obj.Inner {
+		if !inG[y] {
+			return fmt.Errorf("graph: the lower objective %s does not depend on inner variable %s; every inner variable must enter g", nodeName(obj.Lower), nodeName(y))
+		}
+	}
+	for _, x := range obj.Outer {
+		if !inG[x] && !inF[x] {
+			return fmt.Errorf("graph: neither objective depends on outer variable %s", nodeName(x))
+		}
+	}
+	return nil
+}

@@ -38,8 +38,19 @@ const (
 var unaryImports map[string]func(b *builder, a *node) *node
 
 func init() {
+	defineUnary()
+	defineBinary()
+	recognizeElementwise()
+}
+
+// one is the scalar 1.
+func one(b *builder) *node { return b.scalar(1) }
+
+// defineUnary defines the elementwise functions, each with its
+// derivative: the VJP is g times the function's derivative, written with
+// the IR's own operations.
+func defineUnary() {
 	unaryImports = map[string]func(b *builder, a *node) *node{}
-	one := func(b *builder) *node { return b.scalar(1) }
 	unary := func(name, gorgonia string, loop func(out, x []float64), vjp func(b *builder, n, x, g *node) *node) opKind {
 		d := opDef{name: name, arity: 1, shape: sameAsArg, f64: unaryKernel(loop)}
 		if vjp == nil {
@@ -92,7 +103,11 @@ func init() {
 	opCeil = unary("ceil", "ceil", each(math.Ceil), nil)
 	opFloor = unary("floor", "floor", each(math.Floor), nil)
 	unaryImports["log2"] = func(b *builder, a *node) *node { return b.scale(b.unary(opLog, a), 1/math.Ln2) }
+}
 
+// defineBinary defines the elementwise binary operations; the adjoint of a
+// broadcast operand is summed back to its shape (reduceTo).
+func defineBinary() {
 	binary := func(name string, elem func(x, y float64) float64, vjp func(b *builder, n *node, k int, g *node) *node) opKind {
 		return define(opDef{name: name, arity: 2, shape: binaryShape, f64: binaryKernel, elem: elem, vjp: vjp, constant: vjp == nil})
 	}
@@ -130,6 +145,10 @@ func init() {
 	opMaxOf = binary("maxof", math.Max, func(b *builder, n *node, k int, g *node) *node { return extremumVJP(b, n, k, g, cmpGE) })
 	opMinOf = binary("minof", math.Min, func(b *builder, n *node, k int, g *node) *node { return extremumVJP(b, n, k, g, cmpLE) })
 
+}
+
+// recognizeElementwise registers gorgonia's elementwise operations.
+func recognizeElementwise() {
 	recognize("elemUnaryOp", importRule{
 		doc: "abs sign ceil floor sin cos exp ln log2 neg square sqrt inv invSqrt cube tanh sigmoid log1p expm1 softplus (and so Mish)",
 		check: func(op G.Op) error {

@@ -16,6 +16,41 @@ import (
 // a gorgonia version differs from v0.9.18 in any of them. It also checks
 // that every type privateFields lists is read here.
 func TestGorgoniaPrivate(t *testing.T) {
+	read := map[string]bool{}
+	for _, c := range privateCases(t) {
+		if got := typeName(c.op); got != c.kind {
+			t.Errorf("the case for %s builds a %s", c.kind, got)
+			continue
+		}
+		read[c.kind] = true
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", c.kind, r)
+				}
+			}()
+			if got, want := c.got(c.op), c.want(c.op); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s reads %v, want %v", c.kind, got, want)
+			}
+		}()
+	}
+	for kind := range privateFields {
+		if !read[kind] {
+			t.Errorf("no case reads gorgonia's %s", kind)
+		}
+	}
+}
+
+// privateCase is a gorgonia operation built by its constructor, what
+// graph/ reads of it and what the constructor was given.
+type privateCase struct {
+	kind      string
+	op        any
+	got, want func(op any) any
+}
+
+func privateCases(t *testing.T) []privateCase {
+	t.Helper()
 	g := G.NewGraph()
 	in := func(name string, shape ...int) *G.Node {
 		return G.NewTensor(g, G.Float64, len(shape), G.WithShape(shape...), G.WithName(name), G.WithInit(G.Zeroes()))
@@ -40,11 +75,7 @@ func TestGorgoniaPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := G.Must(G.Sub(sq, G.Must(G.Transpose(sq))))
-	cases := []struct {
-		kind      string
-		op        any
-		got, want func(op any) any
-	}{
+	return []privateCase{
 		{"Node", sub, func(op any) any { return G.Nodes(nodeArgs(op.(*G.Node)))[0] }, func(any) any { return sq }},
 		{"linAlgBinOp", must(G.Mul(sq, sq)), func(op any) any { k, a, b := productParams(op.(G.Op)); return fmt.Sprintf("%v %v %v", k, a, b) }, func(any) any { return "matmul false false" }},
 		{"linAlgBinOp", must(G.BatchedMatMul(cube, cube, true, false)), func(op any) any { k, a, b := productParams(op.(G.Op)); return fmt.Sprintf("%v %v %v", k, a, b) }, func(any) any { return "batched true false" }},
@@ -77,29 +108,6 @@ func TestGorgoniaPrivate(t *testing.T) {
 		{"dropoutOp", must(G.Dropout(m, 0.25)), func(op any) any { return dropoutProbability(op.(G.Op)) }, func(any) any { return 0.25 }},
 		{"randomOp", G.GaussianRandomNode(g, G.Float64, 0.5, 2, 3).Op(), func(op any) any { k, a, b := randomParams(op.(G.Op)); return fmt.Sprint(k, a, b) }, func(any) any { return fmt.Sprint(randGaussian, 0.5, 2) }},
 		{"randomOp", G.BinomialRandomNode(g, G.Float64, 3, 0.25, 4).Op(), func(op any) any { k, a, b := randomParams(op.(G.Op)); return fmt.Sprint(k, a, b) }, func(any) any { return fmt.Sprint(randBinomial, 3, 0.25) }},
-	}
-	read := map[string]bool{}
-	for _, c := range cases {
-		if got := typeName(c.op); got != c.kind {
-			t.Errorf("the case for %s builds a %s", c.kind, got)
-			continue
-		}
-		read[c.kind] = true
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Errorf("%s: %v", c.kind, r)
-				}
-			}()
-			if got, want := c.got(c.op), c.want(c.op); !reflect.DeepEqual(got, want) {
-				t.Errorf("%s reads %v, want %v", c.kind, got, want)
-			}
-		}()
-	}
-	for kind := range privateFields {
-		if !read[kind] {
-			t.Errorf("no case reads gorgonia's %s", kind)
-		}
 	}
 }
 

@@ -199,6 +199,45 @@ func nodeNames(ns []*G.Node) []string {
 	return r
 }
 
+// reachable returns the set of nodes root depends on, root included.
+func (src *source) reachable(root *G.Node) map[*G.Node]bool {
+	seen := map[*G.Node]bool{}
+	var visit func(n *G.Node)
+	visit = func(n *G.Node) {
+		if seen[n] {
+			return
+		}
+		seen[n] = true
+		for _, c := range src.args[n] {
+			visit(c)
+		}
+	}
+	visit(root)
+	return seen
+}
+
+// random reports whether the objectives hold random nodes or Dropout.
+func (src *source) random() bool {
+	for _, n := range src.order {
+		switch typeName(n.Op()) {
+		case "randomOp", "dropoutOp":
+			return true
+		}
+	}
+	return false
+}
+
+// gatherIndices returns the nodes read as Gather indices.
+func (src *source) gatherIndices() map[*G.Node]bool {
+	idx := map[*G.Node]bool{}
+	for _, n := range src.order {
+		if _, ok := n.Op().(gatherOp); ok {
+			idx[src.args[n][1]] = true
+		}
+	}
+	return idx
+}
+
 // importer builds the IR of gorgonia nodes on a builder. Leaves maps the
 // input nodes that are bound per call (variables, data, seeds); every other
 // input node is a constant holding its current value.
