@@ -91,23 +91,10 @@ func (f *FixedX) GradF(dx, dy, y []float64) {
 }
 
 func (f *FixedX) grad(lv int, dx, dy, y []float64) {
-	kind := progGradXY
-	switch {
-	case dx == nil && dy == nil:
-		return
-	case dx == nil:
-		kind = progGradY
-	case dy == nil:
-		kind = progGradX
-	}
-	pr := f.run(lv, kind, y, nil)
-	defer pr.releaseIf(true)
-	k := 0
-	if dx != nil {
-		k = f.p.collect(dx, f.p.outer, pr, 0)
-	}
-	if dy != nil {
-		f.p.collect(dy, f.p.inner, pr, k)
+	if kind, ok := gradKind(dx, dy); ok {
+		pr := f.run(lv, kind, y, nil)
+		defer pr.releaseIf(true)
+		f.p.collectGrad(dx, dy, pr)
 	}
 }
 

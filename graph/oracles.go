@@ -37,17 +37,30 @@ func (p *Problem) GradG(dx, dy, x, y []float64, batch []int) {
 }
 
 func (p *Problem) grad(lv int, dx, dy, x, y []float64, batch []int) {
-	kind := progGradXY
+	if kind, ok := gradKind(dx, dy); ok {
+		pr := p.call(lv, kind, x, y, nil, batch)
+		defer pr.release()
+		p.collectGrad(dx, dy, pr)
+	}
+}
+
+// gradKind returns the program kind computing the gradients asked for
+// (a nil destination skips its part), and false when none is.
+func gradKind(dx, dy []float64) (int, bool) {
 	switch {
 	case dx == nil && dy == nil:
-		return
+		return 0, false
 	case dx == nil:
-		kind = progGradY
+		return progGradY, true
 	case dy == nil:
-		kind = progGradX
+		return progGradX, true
 	}
-	pr := p.call(lv, kind, x, y, nil, batch)
-	defer pr.release()
+	return progGradXY, true
+}
+
+// collectGrad copies the outputs of a gradient program into dx and dy
+// (either may be nil, as asked of gradKind).
+func (p *Problem) collectGrad(dx, dy []float64, pr *program) {
 	k := 0
 	if dx != nil {
 		k = p.collect(dx, p.outer, pr, 0)

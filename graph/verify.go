@@ -222,14 +222,10 @@ func (p *Problem) ourValues(w *world, x, y []float64, rows []int) (map[*G.Node][
 	defer pr.release()
 	vals := make(map[*G.Node][]float64, len(w.ir))
 	for n, ir := range w.ir {
-		i := pr.index[ir]
-		switch {
-		case ir.f32:
+		if i := pr.index[ir]; ir.f32 {
 			vals[n] = widened(pr.bufs32[i])
-		case ir.op == opLeaf:
-			vals[n] = append([]float64{}, pr.bufs[i]...) // caller memory
-		default:
-			vals[n] = pr.bufs[i] // the program's own, dropped with it
+		} else {
+			vals[n] = pr.bufs[i] // read only, before the caller's x and y change
 		}
 	}
 	return vals, nil
@@ -245,7 +241,7 @@ func (p *Problem) gorgoniaValues(lv int, x, y []float64, rows []int) (vals map[*
 			vals, err = nil, fmt.Errorf("graph: gorgonia's forward pass of the %s fails: %v", levelNames[lv], r)
 		}
 	}()
-	c := &checkGraph{p: p, lv: lv, rows: rows, g: G.NewGraph(), copies: map[*G.Node]*G.Node{}, inputs: p.inputValues(lv, x, y, rows)}
+	c := &checkGraph{p: p, lv: lv, rows: rows, x: x, y: y, g: G.NewGraph(), copies: map[*G.Node]*G.Node{}}
 	root, err := c.copy(p.levels[lv].root)
 	if err != nil {
 		return nil, err
@@ -267,7 +263,7 @@ func (p *Problem) gorgoniaValues(lv int, x, y []float64, rows []int) (vals map[*
 		}
 		switch d := v.Data().(type) {
 		case []float64:
-			vals[n] = append([]float64{}, d...)
+			vals[n] = d // TraceExec bound a copy
 		case float64:
 			vals[n] = []float64{d}
 		}
@@ -275,36 +271,42 @@ func (p *Problem) gorgoniaValues(lv int, x, y []float64, rows []int) (vals map[*
 	return vals, nil
 }
 
-// inputValues returns the values of the input nodes of level lv's check:
-// x and y, the level's data on rows, the other level's data whole, the
-// constants.
-func (p *Problem) inputValues(lv int, x, y []float64, rows []int) map[*G.Node][]float64 {
-	in := map[*G.Node][]float64{}
+// input returns a copy of the value of the input node n in the check: x
+// or y for a variable, the rows checked of the level's data, the other
+// level's data whole, a constant's value; nil for none.
+func (c *checkGraph) input(n *G.Node) []float64 {
+	p := c.p
 	for i, v := range p.outer {
-		in[p.outerNodes[i]] = x[v.Offset : v.Offset+v.Size]
+		if p.outerNodes[i] == n {
+			return append([]float64{}, c.x[v.Offset:v.Offset+v.Size]...)
+		}
 	}
 	for i, v := range p.inner {
-		in[p.innerNodes[i]] = y[v.Offset : v.Offset+v.Size]
+		if p.innerNodes[i] == n {
+			return append([]float64{}, c.y[v.Offset:v.Offset+v.Size]...)
+		}
 	}
 	for k := range p.levels {
 		l := &p.levels[k]
 		for i, d := range l.data {
-			full := l.full[i]
-			if k != lv || rows == nil {
-				in[d] = full.float64s(0, l.n, l.rowLen[i])
+			if d != n {
 				continue
 			}
-			v := make([]float64, 0, len(rows)*l.rowLen[i])
-			for _, r := range rows {
-				v = append(v, full.float64s(r, r+1, l.rowLen[i])...)
+			row, full := l.rowLen[i], l.full[i]
+			if k != c.lv || c.rows == nil {
+				return append([]float64{}, full.float64s(0, l.n, row)...)
 			}
-			in[d] = v
+			v := make([]float64, 0, len(c.rows)*row)
+			for _, r := range c.rows {
+				v = append(v, full.float64s(r, r+1, row)...)
+			}
+			return v
 		}
 	}
-	for n, v := range p.fixed {
-		in[n] = v
+	if v, ok := p.fixed[n]; ok {
+		return append([]float64{}, v...)
 	}
-	return in
+	return nil
 }
 
 // checkGraph is the copy of an objective's gorgonia graph that the check
@@ -313,9 +315,9 @@ type checkGraph struct {
 	p      *Problem
 	lv     int   // the level of the objective copied
 	rows   []int // the rows of its data (nil: all)
+	x, y   []float64
 	g      *G.ExprGraph
 	copies map[*G.Node]*G.Node
-	inputs map[*G.Node][]float64
 }
 
 // copy returns the copy of n, making it and its arguments' copies first.
@@ -347,8 +349,8 @@ func (c *checkGraph) remake(n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
 	op := n.Op()
 	switch {
 	case op == nil:
-		v, ok := c.inputs[n]
-		if !ok {
+		v := c.input(n)
+		if v == nil {
 			return nil, fmt.Errorf("no value for the input")
 		}
 		shape := cloneInts(n.Shape())
@@ -358,7 +360,7 @@ func (c *checkGraph) remake(n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
 		if len(shape) == 0 {
 			return G.NewScalar(c.g, G.Float64, G.WithName(name), G.WithValue(v[0])), nil
 		}
-		t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64{}, v...)))
+		t := tensor.New(tensor.WithShape(shape...), tensor.WithBacking(v))
 		return G.NewTensor(c.g, G.Float64, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(t)), nil
 	case isGorgoniaConstant(n):
 		return G.NewConstant(n.Value(), G.WithName(name)), nil
