@@ -17,7 +17,9 @@ import (
 //
 // per column, is an operation too (opBatchNormGrad); its own derivatives
 // (batchNormGradVJP), needed for second-order work through the
-// normalization, are written with primitives.
+// normalization, are written with primitives. Both graph.BatchNorm and
+// gorgonia's BatchNorm (on feature maps through a transpose) translate to
+// it.
 
 var opBatchNorm, opBatchNormGrad opKind // eps: ε
 

@@ -6,12 +6,14 @@ import (
 	G "gorgonia.org/gorgonia"
 )
 
-// Max pooling, as two operations that are each other's adjoint in their
-// second argument: poolGather(src, val) picks, in each window of src, the
-// element of val at src's argmax (poolGather(a, a) is max pooling), and
-// poolScatter(src, g) sends each element of g to the argmax of its window
-// in src. src is constant for differentiation (the argmax is piecewise
-// constant), so both differentiate any number of times.
+// Pooling. Max pooling is two operations that are each other's adjoint in
+// their second argument: poolGather(src, val) picks, in each window of
+// src, the element of val at src's argmax (poolGather(a, a) is max
+// pooling), and poolScatter(src, g) sends each element of g to the argmax
+// of its window in src. src is constant for differentiation (the argmax is
+// piecewise constant), so both differentiate any number of times. Average
+// pooling is a window sum (linear, with its adjoint the window spread)
+// scaled as gorgonia scales it; global average pooling is a mean.
 
 var opPoolGather, opPoolScatter opKind // ints: kh, kw, padN, padS, padW, padE, sH, sW
 

@@ -15,18 +15,22 @@ import (
 // few rows of the level's data, and compares the value of every node of the
 // user's graph. gorgonia cannot evaluate its graph on other rows than the
 // ones it was built with, so the check builds a copy of the objective's
-// graph on those rows: every operation is applied again, by ApplyOp, to
-// the copies of its arguments (or, where an operation records its input's
-// shape, made again by gorgonia's constructor).
+// graph on those rows, along the arguments gorgonia's own ExprGraph.From
+// gives on a fresh subgraph (source.from), not graph/'s reading of them:
+// every operation is applied again, by ApplyOp, to the copies of its
+// arguments, or made again as its import rule's remake says (an operation
+// that records its input's shape, BatchNorm's statistics, graph/'s draws
+// for random nodes and Dropout, Slice for At).
 //
-// A node's values agree when every element differs from gorgonia's by at
-// most verifyTol times the node's largest magnitude. Rounding differences
-// (our kernels sum in another order) grow through ill-conditioned
-// operations, so a node that differs more is evaluated once more in
-// isolation, on gorgonia's values of its own arguments: if it agrees then,
-// the difference came from its arguments' rounding and is accepted; if not,
-// the translation of that node is wrong, and Compile returns an error
-// naming the node, its operation and both values.
+// Inputs must agree exactly, and operations to verifyTol of the node's
+// largest magnitude. Rounding differences (our kernels sum in another
+// order) grow through ill-conditioned operations, so a node that differs
+// more is evaluated again alone (explain), on gorgonia's values of its own
+// arguments and on graph/'s: if it gives gorgonia's value from gorgonia's
+// arguments and graph/'s from graph/'s, its arguments' rounding explains
+// the difference; if not, the translation of that node (or the program)
+// is wrong, and Compile returns an error naming the node, its operation,
+// the element and both values.
 
 const (
 	// verifyTol bounds the difference of a node's value from gorgonia's,
