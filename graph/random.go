@@ -25,8 +25,8 @@ import (
 //	U(seed, node, s, j, k) = mix(mix(mix(mix(mix(seed) ⊕ id) ⊕ s) ⊕ j) ⊕ k) / 2⁶⁴,
 //
 // top 53 bits, with id the node's gorgonia ID, k the index of the draw
-// for the element (0 for one draw), ⊕ exclusive or, mix the finalizer of
-// SplitMix64. Dropout with probability p keeps element j when U < 1 − p,
+// for the element (0 for one draw), ⊕ exclusive or, mix one step of
+// SplitMix64 (the golden-ratio increment, then its finalizer). Dropout with probability p keeps element j when U < 1 − p,
 // scaled by 1/(1 − p) as gorgonia does; a uniform node on [a, b) is
 // a + (b − a)·U; a Gaussian node N(μ, σ) is μ + σ·√(−2 ln(1 − U₀))·cos(2πU₁);
 // a binomial node of t trials with probability q counts the k < t with
@@ -95,7 +95,8 @@ func drawFrom(ints []int) drawIndex {
 	return drawIndex{seed: uint64(ints[0]) | uint64(ints[1])<<32, node: uint64(ints[2]), perSample: ints[3] == 1}
 }
 
-// mix is SplitMix64's finalizer.
+// mix is one step of SplitMix64: the golden-ratio increment, then the
+// finalizer.
 func mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
