@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 )
 
 // TestBadInputMore adds to TestBadInput the remaining kinds of bad
@@ -43,13 +44,23 @@ func TestBadInputMore(t *testing.T) {
 			c := G.NewVector(o.Lower.Graph(), G.Float64, G.WithShape(3), G.WithName("novalue"))
 			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(c))))
 			return o
+		}, []string{"novalue", "declared in none of"}},
+		{"constant without a value", func() Objective {
+			o := ridge(ridgeA, ridgeT, 4, 3)
+			c := G.NewVector(o.Lower.Graph(), G.Float64, G.WithShape(3), G.WithName("novalue"))
+			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(c))))
+			o.Constants = []*G.Node{c}
+			return o
 		}, []string{"novalue", "has no value"}},
 		{"two unsupported operations", func() Objective {
 			o := ridge(ridgeA, ridgeT, 4, 3)
-			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Ceil(o.Inner[0]))))))
-			o.Upper = G.Must(G.Add(o.Upper, G.Must(G.Sum(G.Must(G.Floor(o.Inner[0]))))))
+			w := G.Must(G.Reshape(o.Inner[0], tensor.Shape{3}))
+			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Sparsemax(w))))))
+			ones := G.NewConstant(tensor.New(tensor.WithShape(1, 3, 1, 1), tensor.WithBacking([]float64{1, 1, 1})))
+			gn := G.Must(G.GroupNorm(G.Must(G.Reshape(w, tensor.Shape{1, 3, 1, 1})), ones, ones, 1, 3, 1e-5))
+			o.Upper = G.Must(G.Add(o.Upper, G.Must(G.Sum(gn))))
 			return o
-		}, []string{"ceil", "floor", "supported operations"}},
+		}, []string{"sparsemax", "use SoftMax", "GroupNorm", "supported operations"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,6 +1,11 @@
 package graph
 
-import "math"
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
 
 // Batch normalization in training mode, as one operation: BatchNorm's
 // forward pass and its adjoint each go over the data a few times, where
@@ -12,23 +17,118 @@ import "math"
 //
 // per column, is an operation too (opBatchNormGrad); its own derivatives
 // (batchNormGradVJP), needed for second-order work through the
-// normalization, are written with primitives.
+// normalization, are written with primitives. Both graph.BatchNorm and
+// gorgonia's BatchNorm (on feature maps through a transpose) translate to
+// it.
+
+var opBatchNorm, opBatchNormGrad opKind // eps: ε
+
+func init() {
+	opBatchNorm = define(opDef{name: "batchnorm", arity: 3, // of args[0] (n×c) with scale args[1] and shift args[2] (c)
+		shape: func(n *node) []int {
+			checkBN(n.args[0], n.args[1], n.args[2])
+			return cloneInts(n.args[0].shape)
+		},
+		f64: func(n *node, out []float64, in [][]float64) {
+			bnForward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+		},
+		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormVJP(n, k, g) },
+	})
+	opBatchNormGrad = define(opDef{name: "batchnormgrad", arity: 3, // the adjoint of opBatchNorm(args[1], args[2], ·) w.r.t. its input, for the output adjoint args[0]
+		shape: func(n *node) []int {
+			g, z, gamma := n.args[0], n.args[1], n.args[2]
+			checkBN(z, gamma, gamma)
+			if !sameShape(g.shape, z.shape) {
+				shapePanic("batch-norm adjoint of shape %v for an input of shape %v", g.shape, z.shape)
+			}
+			return cloneInts(z.shape)
+		},
+		f64: func(n *node, out []float64, in [][]float64) {
+			bnBackward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+		},
+		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormGradVJP(n, k, g) },
+	})
+	recognize("batchNormOp", importRule{doc: "graph.BatchNorm",
+		translate: func(im *importer, n *G.Node, a []*node) *node {
+			return im.b.batchNorm(a[0], a[1], a[2], n.Op().(batchNormOp).eps)
+		},
+	})
+	recognize("BatchNormOp", importRule{doc: "BatchNorm on (batch, features) and (batch, channels, height, width), training and evaluation modes",
+		translate: translateGorgoniaBatchNorm, remake: remakeGorgoniaBatchNorm})
+	reject("GroupNormOp", "graph/ has no rule for group normalization; write it with Reshape, Mean, Sub, Square and Sqrt, or use graph.BatchNorm")
+}
+
+// translateGorgoniaBatchNorm translates gorgonia's BatchNormOp, the
+// normalization inside gorgonia's BatchNorm (which then scales and shifts
+// with broadcasts of its own): per channel (axis 1), over the batch and
+// the spatial axes, x̂ = (x − μ)/√(σ² + ε) with the batch's mean and biased
+// variance in training mode, or the op's running statistics (as they are
+// when the oracles are compiled) in evaluation (Problem.SetTraining).
+func translateGorgoniaBatchNorm(im *importer, n *G.Node, a []*node) *node {
+	b, x, op := im.b, a[0], n.Op()
+	eps, _ := batchNormParams(op)
+	if len(x.shape) != 2 && len(x.shape) != 4 {
+		shapePanic("batch normalization of shape %v: want (batch, features) or (batch, channels, height, width)", x.shape)
+	}
+	c := x.shape[1]
+	if !im.training {
+		mean, variance := op.(*G.BatchNormOp).Stats()
+		mu, ok1 := mean.Data().([]float64)
+		v, ok2 := variance.Data().([]float64)
+		if !ok1 || !ok2 || len(mu) != c || len(v) != c {
+			importPanic("batch normalization's running statistics are not %d float64 values", c)
+		}
+		inv := make([]float64, c)
+		for j := range inv {
+			inv[j] = 1 / math.Sqrt(v[j]+eps)
+		}
+		chans := make([]int, len(x.shape))
+		for i := range chans {
+			chans[i] = 1
+		}
+		chans[1] = c
+		per := func(vals []float64) *node { return b.broadcast(b.constant(chans, vals), x.shape) }
+		return b.mul(b.binary(opSub, x, per(append([]float64{}, mu...))), per(inv))
+	}
+	ones, zeros := b.filled([]int{c}, 1), b.filled([]int{c}, 0)
+	if len(x.shape) == 2 {
+		return b.batchNorm(x, ones, zeros, eps)
+	}
+	nb, h, w := x.shape[0], x.shape[2], x.shape[3]
+	rows := b.reshape(b.transpose(x, []int{0, 2, 3, 1}), []int{nb * h * w, c})
+	z := b.batchNorm(rows, ones, zeros, eps)
+	return b.transpose(b.reshape(z, []int{nb, h, w, c}), []int{0, 3, 1, 2})
+}
+
+// remakeGorgoniaBatchNorm makes a BatchNormOp of its own, with a copy of
+// the running statistics, for the translation check's copy of the graph,
+// so that gorgonia's forward pass does not touch the user's operation
+// (gorgonia's machines reset the running statistics of the operations
+// they train).
+func remakeGorgoniaBatchNorm(c *checkGraph, n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
+	op := n.Op().(*G.BatchNormOp)
+	eps, momentum := batchNormParams(op)
+	_, _, _, fresh, err := G.BatchNorm(cargs[0], nil, nil, momentum, eps)
+	if err != nil {
+		return nil, err
+	}
+	mean, variance := op.Stats()
+	if err := fresh.SetStats(mean.Clone().(tensor.Tensor), variance.Clone().(tensor.Tensor)); err != nil {
+		return nil, err
+	}
+	return G.ApplyOp(fresh, cargs[0])
+}
 
 // batchNorm returns opBatchNorm(z, γ, β) for z of shape (n, c) and γ, β of
 // shape (c).
 func (b *builder) batchNorm(z, gamma, beta *node, eps float64) *node {
-	checkBN(z, gamma, beta)
-	return b.add(&node{op: opBatchNorm, args: []*node{z, gamma, beta}, shape: cloneInts(z.shape), eps: eps})
+	return b.add(&node{op: opBatchNorm, args: []*node{z, gamma, beta}, eps: eps})
 }
 
 // batchNormGrad returns the adjoint of opBatchNorm(z, γ, ·) with respect
 // to z, for the adjoint g of its output.
 func (b *builder) batchNormGrad(g, z, gamma *node, eps float64) *node {
-	checkBN(z, gamma, gamma)
-	if !sameShape(g.shape, z.shape) {
-		shapePanic("batch-norm adjoint of shape %v for an input of shape %v", g.shape, z.shape)
-	}
-	return b.add(&node{op: opBatchNormGrad, args: []*node{g, z, gamma}, shape: cloneInts(z.shape), eps: eps})
+	return b.add(&node{op: opBatchNormGrad, args: []*node{g, z, gamma}, eps: eps})
 }
 
 func checkBN(z, gamma, beta *node) {
@@ -61,15 +161,6 @@ func (b *builder) batchNormVJP(n *node, k int, g *node) *node {
 		return b.reduce(opSum, b.mul(g, xhat), 0)
 	}
 	return b.reduce(opSum, g, 0)
-}
-
-// filled returns a constant of shape shape with every element v.
-func (b *builder) filled(shape []int, v float64) *node {
-	d := make([]float64, sizeOf(shape))
-	for i := range d {
-		d[i] = v
-	}
-	return b.constant(shape, d)
 }
 
 // batchNormGradVJP returns the adjoint of argument k of n =

@@ -67,7 +67,7 @@ func TestRepeatedOperands(t *testing.T) {
 						if smallFirst {
 							u, v = v, u
 						}
-						want := binOp(op, cmpGT, u, v)
+						want := binOp(n, u, v)
 						if got := out[i*c+j]; got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
 							t.Fatalf("%s %v (small first %v): out[%d,%d] = %v, want %v", small.name, op, smallFirst, i, j, got, want)
 						}

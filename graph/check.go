@@ -31,24 +31,37 @@ type CheckReport struct {
 	// Linearized is the largest difference between Linearization products
 	// and the direct ones (they must agree to rounding).
 	Linearized float64
+	// Translation is the largest difference of a node's value in graph/'s
+	// translation from gorgonia's own forward pass, relative to the node's
+	// largest magnitude, at the point checked, on the checked batches (on
+	// the first samples when a batch is nil; see Compile), and
+	// TranslationErr the error when a node's difference is more than
+	// rounding (Translation is then +Inf).
+	Translation    float64
+	TranslationErr error
 }
 
 // Max returns the largest error of the report.
 func (r CheckReport) Max() float64 {
-	return max(r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized)
+	return max(r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized, r.Translation)
 }
 
 func (r CheckReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "∇x f %.1e, ∇y f %.1e, ∇x g %.1e, ∇y g %.1e, ∇yy g·v %.1e, ∇xy g·v %.1e, ∇yx g·u %.1e, linearized %.1e",
-		r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized)
+	fmt.Fprintf(&b, "∇x f %.1e, ∇y f %.1e, ∇x g %.1e, ∇y g %.1e, ∇yy g·v %.1e, ∇xy g·v %.1e, ∇yx g·u %.1e, linearized %.1e, translation %.1e",
+		r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized, r.Translation)
+	if r.TranslationErr != nil {
+		fmt.Fprintf(&b, " (%v)", r.TranslationErr)
+	}
 	return b.String()
 }
 
 // Check compares every oracle of p at (x, y) with central finite
 // differences (gonum's diff/fd): the gradients with differences of f and g,
 // the second-order products with differences of the gradients along random
-// directions. It is the gradient checker to run on a new model.
+// directions. It also compares the value of every node of the user's
+// graph with gorgonia's own forward pass at (x, y), as Compile does at the
+// declared values. It is the gradient checker to run on a new model.
 func Check(p *Problem, x, y []float64, s *CheckSettings) CheckReport {
 	if s == nil {
 		s = &CheckSettings{}
@@ -120,6 +133,10 @@ func Check(p *Problem, x, y []float64, s *CheckSettings) CheckReport {
 	l.MixedXY(linX, v)
 	p.MixedXY(gotX, x, y, v, lb)
 	r.Linearized = max(r.Linearized, relErr(linX, gotX))
+	r.Translation, r.TranslationErr = p.verify(x, y, [2][]int{lb, ub})
+	if r.TranslationErr != nil {
+		r.Translation = math.Inf(1)
+	}
 	return r
 }
 

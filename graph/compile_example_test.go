@@ -53,7 +53,7 @@ func ExampleCompile() {
 	p.HVP(hv, x, y, []float64{1, 0}, nil)
 	fmt.Printf("∇ww g·e₁ = %.3f\n", hv)
 
-	obj.Lower = G.Must(G.Add(obj.Lower, G.Must(G.Sum(G.Must(G.Ceil(w))))))
+	obj.Lower = G.Must(G.Add(obj.Lower, G.Must(G.Sum(G.Must(G.Sparsemax(w))))))
 	_, err = graph.Compile(obj)
 	msg, _, _ := strings.Cut(err.Error(), " (supported operations:") // the list of graph.Supported follows
 	fmt.Println(msg)
@@ -62,7 +62,7 @@ func ExampleCompile() {
 	// g = 1.375, ∇w g = [0.250 0.250] on all samples
 	// ∇w g = [1.000 0.500] on samples 0 and 1
 	// ∇ww g·e₁ = [2.500 0.750]
-	// graph: node "ceil(%4)" (ceil): unsupported operation ceil
+	// graph: node "Sparsemax{}()(%4)" (Sparsemax{}()): unsupported operation Sparsemax{}(): graph/ has no rule for sparsemax; use SoftMax, which graph/ differentiates any number of times
 }
 
 // ExampleObjective_float32Data holds the data of a least-squares problem in

@@ -47,9 +47,7 @@ func (f *FixedX) run(lv, kind int, y, s []float64) *program {
 		for i, v := range p.outer {
 			pr.bind(w.x[i], f.x[v.Offset:v.Offset+v.Size])
 		}
-		for i, d := range w.data {
-			pr.bindArray(d, data[i])
-		}
+		w.bindData(pr, data)
 		pr.exec(nil, runStatic)
 		pr.owner = f
 	}
@@ -93,23 +91,10 @@ func (f *FixedX) GradF(dx, dy, y []float64) {
 }
 
 func (f *FixedX) grad(lv int, dx, dy, y []float64) {
-	kind := progGradXY
-	switch {
-	case dx == nil && dy == nil:
-		return
-	case dx == nil:
-		kind = progGradY
-	case dy == nil:
-		kind = progGradX
-	}
-	pr := f.run(lv, kind, y, nil)
-	defer pr.releaseIf(true)
-	k := 0
-	if dx != nil {
-		k = f.p.collect(dx, f.p.outer, pr, 0)
-	}
-	if dy != nil {
-		f.p.collect(dy, f.p.inner, pr, k)
+	if kind, ok := gradKind(dx, dy); ok {
+		pr := f.run(lv, kind, y, nil)
+		defer pr.releaseIf(true)
+		f.p.collectGrad(dx, dy, pr)
 	}
 }
 

@@ -15,6 +15,26 @@ import (
 // problem whose data are the float32-rounded values, up to the order of
 // the sums in the products.
 
+var opWiden opKind // args[0], a float32 leaf or constant, in float64
+
+func init() {
+	opWiden = define(opDef{name: "widen", arity: 1, shape: sameAsArg, constant: true,
+		f64:   func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
+		mixed: func(n *node, out []float64, _ [][]float64, in32 [][]float32) { widenInto(out, in32[0]) },
+	})
+	reject("dtConvOp", "graph/ computes in float64: build the graph in float64 without ConvType (Objective.Float32Data keeps the data in float32)")
+}
+
+// widen returns a float32 node's values in float64. A product reads the
+// float32 node directly (see matmul), so the widened copy is computed only
+// for the other operations.
+func (b *builder) widen(a *node) *node {
+	if !a.f32 {
+		panic("graph: widen of " + a.String() + ", which is not float32")
+	}
+	return b.add(&node{op: opWiden, args: []*node{a}})
+}
+
 // array is a data array, held in float64 (f64) or in float32 (f32).
 type array struct {
 	f64 []float64
@@ -35,6 +55,22 @@ func (a array) from(i int) array {
 		return array{f32: a.f32[i:]}
 	}
 	return array{f64: a.f64[i:]}
+}
+
+// float64s returns rows [lo, hi) of a, whose rows have row elements, in
+// float64.
+func (a array) float64s(lo, hi, row int) []float64 {
+	if a.f32 == nil {
+		return a.f64[lo*row : hi*row]
+	}
+	return widened(a.f32[lo*row : hi*row])
+}
+
+// widened returns src in float64.
+func widened(src []float32) []float64 {
+	r := make([]float64, len(src))
+	widenInto(r, src)
+	return r
 }
 
 // at returns element i.

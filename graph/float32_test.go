@@ -137,7 +137,8 @@ func mixedObjective(n, d, c, nv int, seed uint64, round, f32 bool) Objective {
 // TestFloat32Data checks a problem with its data in float32 against the
 // same problem in float64 on the rounded data, oracle by oracle, on all
 // samples and on batches, through FixX, Linearize, Unrolled and after
-// SetData; and its oracles against finite differences.
+// SetData; and its oracles against finite differences. (It is long: one
+// scenario, with its comparisons as closures, reads best in one piece.)
 func TestFloat32Data(t *testing.T) {
 	const n, d, c, nv = 300, 40, 3, 50
 	o32 := mixedObjective(n, d, c, nv, 5, false, true)

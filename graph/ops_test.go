@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	_ "go4.org/unsafe/assume-no-moving-gc"
@@ -19,6 +20,18 @@ type opCase struct {
 	positive bool  // draw values in [0.5, 1.5] instead of N(0,1)
 	square   bool  // square the expression so linear ops get a Hessian
 	expr     func(y, x *G.Node) (*G.Node, error)
+	// f32 makes R lower-level data held in float32 (Objective.Float32Data),
+	// its values float32 numbers.
+	f32 bool
+	// noForward marks expressions whose value gorgonia's forward pass of
+	// the graph does not give: random draws (gorgonia draws its own) and At
+	// (which its machines skip). Their values are compared through the
+	// translation check, which puts graph/'s draws, and Slice for At, into
+	// gorgonia's copy of the graph.
+	noForward bool
+	// eval compares in evaluation mode (Problem.SetTraining(false) and
+	// gorgonia's EvalMode) as well.
+	eval bool
 }
 
 func unaryCase(name string, f func(*G.Node) (*G.Node, error), positive, square bool) opCase {
@@ -147,6 +160,107 @@ var opCases = []opCase{
 		}
 		return G.MaxPool2D(a, tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2})
 	}),
+	unaryCase("ceil (times sin)", func(a *G.Node) (*G.Node, error) { return G.HadamardProd(G.Must(G.Ceil(a)), G.Must(G.Sin(a))) }, false, false),
+	unaryCase("floor (times sin)", func(a *G.Node) (*G.Node, error) { return G.HadamardProd(G.Must(G.Floor(a)), G.Must(G.Sin(a))) }, false, false),
+	unaryCase("Mish", G.Mish, false, false),
+	{name: "At(1, 2)", y: []int{3, 4}, x: []int{3, 4}, square: true, noForward: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.At(G.Must(G.HadamardProd(y, x)), 1, 2)
+	}},
+	unaryCase("Norm p = 1 (no absolute values)", func(a *G.Node) (*G.Node, error) { return G.Norm(a, 1, 1) }, false, true),
+	unaryCase("Norm p = 3", func(a *G.Node) (*G.Node, error) { return G.Norm(a, 0, 3) }, true, false),
+	unaryCase("Ravel", G.Ravel, false, true),
+	unaryCase("KeepDims of Sum", func(a *G.Node) (*G.Node, error) {
+		return G.KeepDims(a, false, func(a *G.Node) (*G.Node, error) { return G.Sum(a, 1) })
+	}, false, true),
+	unaryCase("Unconcat then ReduceAdd", func(a *G.Node) (*G.Node, error) {
+		parts, err := G.Unconcat(a, 0, 3)
+		if err != nil {
+			return nil, err
+		}
+		return G.ReduceAdd(parts)
+	}, false, true),
+	unaryCase("Iop", func(a *G.Node) (*G.Node, error) { return G.ApplyOp(G.Iop{}, a) }, false, true),
+	binaryCase("ReduceMul", []int{4}, []int{4}, false, false, func(y, x *G.Node) (*G.Node, error) { return G.ReduceMul(G.Nodes{y, x, y}) }),
+	binaryCase("MaxBetween", []int{3, 4}, []int{3, 4}, false, true, G.MaxBetween),
+	binaryCase("MinBetween", []int{3, 4}, []int{3, 4}, false, true, G.MinBetween),
+	binaryCase("LogSumExp of a vector", []int{5}, []int{5}, false, false, func(y, x *G.Node) (*G.Node, error) {
+		return G.LogSumExp(G.Must(G.HadamardProd(y, x)), 0)
+	}),
+	binaryCase("BatchedMatMul", []int{2, 3, 4}, []int{2, 4, 2}, false, true, func(y, x *G.Node) (*G.Node, error) { return G.BatchedMatMul(y, x) }),
+	binaryCase("BatchedMatMul transposed, 4-D", []int{2, 2, 4, 3}, []int{2, 2, 2, 4}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.BatchedMatMul(y, x, true, true)
+	}),
+	binaryCase("Tensordot one axis", []int{3, 4, 2}, []int{4, 5}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Tensordot([]int{1}, []int{0}, y, x)
+	}),
+	binaryCase("Tensordot two axes, b's order", []int{3, 4, 2}, []int{2, 5, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Tensordot([]int{2, 0}, []int{0, 2}, y, x)
+	}),
+	binaryCase("BinaryXent", []int{3, 4}, []int{3, 4}, false, false, func(y, x *G.Node) (*G.Node, error) {
+		target := G.NewTensor(y.Graph(), G.Float64, 2, G.WithShape(3, 4), G.WithName("target"),
+			G.WithValue(tensor.New(tensor.WithShape(3, 4), tensor.WithBacking([]float64{1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1}))))
+		return G.BinaryXent(G.Must(G.Sigmoid(G.Must(G.HadamardProd(y, x)))), target)
+	}),
+	binaryCase("AveragePool2D 2x2 (divides by the width)", []int{1, 2, 4, 4}, []int{1, 2, 4, 4}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.AveragePool2D(G.Must(G.HadamardProd(y, x)), tensor.Shape{2, 2}, []int{0, 0}, []int{2, 2})
+	}),
+	binaryCase("AveragePool2D 3x3 pad 1 stride 2", []int{1, 1, 5, 5}, []int{1, 1, 5, 5}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.AveragePool2D(G.Must(G.HadamardProd(y, x)), tensor.Shape{3, 3}, []int{1, 1}, []int{2, 2})
+	}),
+	binaryCase("AveragePool2D pads {0,1,0,1}", []int{1, 1, 4, 4}, []int{1, 1, 4, 4}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.AveragePool2D(G.Must(G.HadamardProd(y, x)), tensor.Shape{2, 2}, []int{0, 1, 0, 1}, []int{2, 2})
+	}),
+	binaryCase("AveragePool1D (a max pool)", []int{1, 2, 1, 6}, []int{1, 2, 1, 6}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.AveragePool1D(G.Must(G.HadamardProd(y, x)), 2, 0, 2)
+	}),
+	binaryCase("MaxPool2D pads {0,1,0,1}", []int{1, 1, 4, 4}, []int{1, 1, 4, 4}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.MaxPool2D(G.Must(G.HadamardProd(y, x)), tensor.Shape{2, 2}, []int{0, 1, 0, 1}, []int{2, 2})
+	}),
+	binaryCase("GlobalAveragePool2D", []int{2, 2, 3, 3}, []int{2, 2, 3, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.GlobalAveragePool2D(G.Must(G.HadamardProd(y, x)))
+	}),
+	binaryCase("Upsample2D ×2", []int{1, 2, 2, 3}, []int{1, 2, 2, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Upsample2D(G.Must(G.HadamardProd(y, x)), 2)
+	}),
+	binaryCase("Conv1d", []int{1, 2, 1, 7}, []int{3, 2, 1, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		return G.Conv1d(y, x, 3, 1, 2, 1)
+	}),
+	binaryCase("BatchNorm 4-D, scale and shift", []int{3, 2, 3, 3}, []int{1, 2, 1, 1}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		bias := G.NewTensor(y.Graph(), G.Float64, 4, G.WithShape(1, 2, 1, 1), G.WithName("bias"),
+			G.WithValue(tensor.New(tensor.WithShape(1, 2, 1, 1), tensor.WithBacking([]float64{0.5, -1}))))
+		r, _, _, _, err := G.BatchNorm(y, x, bias, 0.9, 0.01)
+		return r, err
+	}),
+	binaryCase("BatchNorm 2-D wrt scale", []int{1, 3}, []int{5, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
+		bias := G.NewMatrix(y.Graph(), G.Float64, G.WithShape(1, 3), G.WithName("bias"),
+			G.WithValue(tensor.New(tensor.WithShape(1, 3), tensor.WithBacking([]float64{0.5, -1, 0}))))
+		r, _, _, _, err := G.BatchNorm(x, G.Must(G.Square(y)), bias, 0.9, 0.001)
+		return r, err
+	}),
+	{name: "BatchNorm 4-D in evaluation mode", y: []int{2, 2, 2, 2}, x: []int{1, 2, 1, 1}, square: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		r, _, _, op, err := G.BatchNorm(y, x, x, 0.9, 0.01)
+		if err != nil {
+			return nil, err
+		}
+		mean := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{0.25, -0.5}))
+		variance := tensor.New(tensor.WithShape(2), tensor.WithBacking([]float64{2, 0.5}))
+		return r, op.SetStats(mean, variance)
+	}, eval: true},
+	{name: "Dropout p = 0.3", y: []int{4, 5}, x: []int{4, 5}, noForward: true, square: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.Dropout(G.Must(G.HadamardProd(y, x)), 0.3)
+	}},
+	{name: "Dropout in evaluation", y: []int{4, 5}, x: []int{4, 5}, square: true, noForward: true, eval: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.Dropout(G.Must(G.HadamardProd(y, x)), 0.3)
+	}},
+	{name: "UniformRandomNode", y: []int{3, 4}, x: []int{3, 4}, noForward: true, square: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.Add(G.Must(G.HadamardProd(y, x)), G.UniformRandomNode(y.Graph(), G.Float64, -1, 2, 3, 4))
+	}},
+	{name: "GaussianRandomNode", y: []int{3, 4}, x: []int{3, 4}, noForward: true, square: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.HadamardProd(G.Must(G.HadamardProd(y, x)), G.GaussianRandomNode(y.Graph(), G.Float64, 1, 0.5, 3, 4))
+	}},
+	{name: "BinomialRandomNode (denoising mask)", y: []int{3, 4}, x: []int{3, 4}, noForward: true, square: true, expr: func(y, x *G.Node) (*G.Node, error) {
+		return G.HadamardProd(G.Must(G.HadamardProd(y, x)), G.BinomialRandomNode(y.Graph(), G.Float64, 1, 0.7, 3, 4))
+	}},
 	binaryCase("graph.BatchNorm wrt input", []int{6, 3}, []int{3}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		beta := G.NewVector(y.Graph(), G.Float64, G.WithShape(3), G.WithName("beta"),
 			G.WithValue(tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{0.5, -1, 2}))))
@@ -159,6 +273,7 @@ var opCases = []opCase{
 		}
 		return BatchNorm(x, s, y, 1e-3)
 	}),
+	{name: "Float32Data: R read elementwise (widen)", y: []int{3, 4}, x: []int{3, 4}, f32: true, expr: G.HadamardProd},
 	binaryCase("graph.Gather", []int{5, 3}, []int{4, 3}, false, true, func(y, x *G.Node) (*G.Node, error) {
 		idx := G.NewVector(y.Graph(), G.Float64, G.WithShape(4), G.WithName("idx"),
 			G.WithValue(tensor.New(tensor.WithShape(4), tensor.WithBacking([]float64{0, 2, 2, 4}))))
@@ -212,7 +327,13 @@ func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
 			return nil, Objective{}, err
 		}
 	}
-	r := newInput(g, "R", randTensor(rng, e.Shape(), false))
+	rv := randTensor(rng, e.Shape(), false)
+	if c.f32 {
+		for i, v := range rv.Data().([]float64) {
+			rv.Data().([]float64)[i] = float64(float32(v))
+		}
+	}
+	r := newInput(g, "R", rv)
 	prod, err := G.HadamardProd(r, e)
 	if err != nil {
 		return nil, Objective{}, err
@@ -222,49 +343,129 @@ func buildOpCase(c opCase, seed uint64) (*G.ExprGraph, Objective, error) {
 		return nil, Objective{}, err
 	}
 	upper := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Sin(y)))), G.Must(G.Sum(G.Must(G.Square(x))))))
-	return g, Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}}, nil
+	obj := Objective{Upper: upper, Lower: lower, Outer: []*G.Node{x}, Inner: []*G.Node{y}}
+	if c.f32 {
+		obj.LowerData, obj.Float32Data = []*G.Node{r}, true
+	}
+	obj.Constants = otherInputs(g, append([]*G.Node{x, y}, obj.LowerData...)...)
+	return g, obj, nil
+}
+
+// otherInputs returns the input nodes of g other than vars: the constants
+// of a test objective.
+func otherInputs(g *G.ExprGraph, vars ...*G.Node) []*G.Node {
+	var r []*G.Node
+	for _, n := range g.AllNodes() {
+		if n.Op() == nil && !slices.Contains(vars, n) {
+			r = append(r, n)
+		}
+	}
+	return r
 }
 
 // TestOpTable checks, for every supported operation, the value against
-// gorgonia's own forward pass and every first- and second-order oracle
-// against central finite differences. A panic in one row fails that row
-// only: graph/ runs its kernels on the caller's goroutine, so recover
-// reaches it.
+// gorgonia's own forward pass (the objective's and, through Check's
+// translation check, every node's) and every first- and second-order
+// oracle against central finite differences. A panic in one row fails that
+// row only: graph/ runs its kernels on the caller's goroutine, so recover
+// reaches it. When every row runs, it then checks that the rows together
+// compute every IR operation of the registry and read every kind of
+// gorgonia operation that graph/ recognizes.
 func TestOpTable(t *testing.T) {
 	const tol = 1e-6
+	irOps, kinds := map[opKind]bool{}, map[string]bool{}
+	ran := 0
 	for _, c := range opCases {
-		t.Run(c.name, func(t *testing.T) {
-			defer func() {
-				if r := recover(); r != nil {
-					t.Fatalf("panic: %v", r)
-				}
-			}()
-			g, obj, err := buildOpCase(c, 1)
-			if err != nil {
-				t.Fatalf("building the case: %v", err)
-			}
-			p, err := Compile(obj)
-			if err != nil {
-				t.Fatalf("Compile: %v", err)
-			}
-			x, y := p.X0(nil), p.Y0(nil)
+		if t.Run(c.name, func(t *testing.T) { opRow(t, c, tol, irOps, kinds) }) {
+			ran++
+		}
+	}
+	if ran < len(opCases) {
+		return // some rows failed or were not selected
+	}
+	for k := range ops {
+		if !irOps[opKind(k)] {
+			t.Errorf("no row of the op table computes IR operation %s", opKind(k))
+		}
+	}
+	for kind := range importRules {
+		if !kinds[kind] {
+			t.Errorf("no row of the op table reads gorgonia's %s", kind)
+		}
+	}
+}
 
-			vm := G.NewTapeMachine(g)
-			defer vm.Close()
-			if err := vm.RunAll(); err != nil {
-				t.Fatalf("gorgonia forward pass: %v", err)
+// opRow runs one row of the op table and records the IR operations its
+// programs compute and the gorgonia operations its graph holds.
+func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map[string]bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("panic: %v", r)
+		}
+	}()
+	_, obj, err := buildOpCase(c, 1)
+	if err != nil {
+		t.Fatalf("building the case: %v", err)
+	}
+	p, err := Compile(obj)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	x, y := p.X0(nil), p.Y0(nil)
+	if !c.noForward {
+		want := gorgoniaForward(t, obj.Lower)[0]
+		if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+			t.Errorf("g = %.15g, gorgonia's forward pass gives %.15g", got, want)
+		}
+	}
+	if c.eval {
+		if err := p.SetTraining(false); err != nil {
+			t.Fatalf("SetTraining(false): %v", err)
+		}
+		want := gorgoniaForward(t, obj.Lower, G.EvalMode())[0]
+		if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
+			t.Errorf("in evaluation g = %.15g, gorgonia's forward pass in EvalMode gives %.15g", got, want)
+		}
+	}
+	r := Check(p, x, y, nil)
+	t.Logf("%v", r)
+	if r.Max() > tol {
+		t.Errorf("oracle errors above %g: %v", tol, r)
+	}
+	for _, w := range p.worlds {
+		for _, pr := range w.progs {
+			for _, st := range pr.steps {
+				irOps[st.n.op] = true
 			}
-			want := obj.Lower.Value().Data().(float64)
-			if got := p.G(x, y, nil); math.Abs(got-want) > 1e-12*math.Max(1, math.Abs(want)) {
-				t.Errorf("g = %.15g, gorgonia's forward pass gives %.15g", got, want)
-			}
+		}
+	}
+	for _, n := range p.src.order {
+		if n.Op() != nil {
+			kinds[typeName(n.Op())] = true
+		}
+	}
+}
 
-			r := Check(p, x, y, nil)
-			t.Logf("%v", r)
-			if r.Max() > tol {
-				t.Errorf("oracle errors above %g: %v", tol, r)
-			}
-		})
+// TestRegistry checks that every IR operation is defined whole, and that
+// every gorgonia operation graph/ reads or rejects says what it is.
+func TestRegistry(t *testing.T) {
+	for k, d := range ops {
+		if d.name == "" || d.shape == nil || d.f64 == nil || (d.vjp == nil) != d.constant {
+			t.Errorf("operation %d (%q): name, shape rule, kernel and a derivative rule unless constant are required", k, d.name)
+		}
+	}
+	for kind, r := range importRules {
+		if r.translate == nil || r.doc == "" {
+			t.Errorf("gorgonia's %s: a translation and the constructors it covers are required", kind)
+		}
+	}
+	for kind, advice := range rejected {
+		if advice == "" {
+			t.Errorf("gorgonia's %s is rejected without saying what to write instead", kind)
+		}
+		if _, ok := importRules[kind]; ok {
+			t.Errorf("gorgonia's %s is both read and rejected", kind)
+		}
 	}
 }
 

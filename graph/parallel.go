@@ -3,6 +3,7 @@ package graph
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Work split across cores runs on a fixed set of worker goroutines, started
@@ -49,4 +50,39 @@ func runParts(parts int, f func(q int)) {
 	}
 	f(0)
 	wg.Wait()
+}
+
+// parallelElems is the number of elements above which an elementwise
+// operation is split across cores.
+const parallelElems = 1 << 16
+
+// running counts the programs executing now and the parts of splits in
+// progress. When there are as many as cores (tasks run in parallel, as
+// package meta does, or a split already uses every core), the operations
+// of each run on its own goroutine: splitting them too would only make the
+// halves wait for each other.
+var running atomic.Int32
+
+// spareCores reports whether an operation may be split across cores.
+func spareCores(parts int) bool {
+	return parts >= 2 && int(running.Load()) < parts
+}
+
+// splitElems runs f on ranges [lo, hi) covering [0, n) whose bounds are
+// multiples of grain, in parallel when n is at least parallelElems and
+// cores are spare.
+func splitElems(n, grain int, f func(lo, hi int)) {
+	parts := runtime.GOMAXPROCS(0)
+	units := n / grain
+	if n < parallelElems || !spareCores(parts) || units < parts {
+		f(0, n)
+		return
+	}
+	runParts(parts, func(q int) {
+		lo, hi := units*q/parts*grain, units*(q+1)/parts*grain
+		if q == parts-1 {
+			hi = n
+		}
+		f(lo, hi)
+	})
 }

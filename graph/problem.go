@@ -2,10 +2,7 @@ package graph
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
-	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -13,9 +10,8 @@ import (
 // min over x of f(x, y*(x)) with y*(x) = argmin over y of g(x, y).
 //
 // Every node listed here must be an input node (made by gorgonia.NewTensor,
-// NewMatrix, NewVector or NewScalar) holding a float64 value. Input nodes
-// that the objectives use but that are not listed are constants: their
-// values are read once, by Compile.
+// NewMatrix, NewVector or NewScalar) holding finite float64 values, at
+// least one.
 type Objective struct {
 	// Upper and Lower are the scalar objectives f(x, y) and g(x, y).
 	Upper, Lower *G.Node
@@ -31,6 +27,21 @@ type Objective struct {
 	// divide by gorgonia.SizeOf), never by a constant sample count. An
 	// objective may read the other level's data; it then sees all of them.
 	UpperData, LowerData []*G.Node
+	// Constants lists the input nodes (made with gorgonia.NewTensor and
+	// friends, holding a value) that the objectives read and whose values
+	// stay as they are at Compile: a fixed mask or a given matrix, say.
+	// Every input node an objective reads must be declared in exactly one
+	// of Outer, Inner, UpperData, LowerData and Constants, so that a
+	// variable or a data input left out by mistake is an error rather than
+	// a silent constant; nodes made by gorgonia.NewConstant need no
+	// declaration.
+	Constants []*G.Node
+	// RandomSeed seeds the masks of gorgonia's Dropout and the numbers of
+	// its random nodes (UniformRandomNode and friends), which graph/ draws
+	// as a deterministic function of the seed, the node and the batch's
+	// samples, so that all oracles of one batch see the same ones (see
+	// Problem.SetTraining for evaluation without them).
+	RandomSeed uint64
 	// Float32Data holds the data of both levels in float32: half the
 	// memory, and half the memory traffic of the products that read them,
 	// which is what bounds the oracles of models with large data. The
@@ -74,6 +85,10 @@ type Problem struct {
 	dimX, dimY             int
 	x0, y0                 []float64
 	levels                 [2]level // lowerLevel, upperLevel
+	src                    *source
+	seed                   uint64 // Objective.RandomSeed
+	random                 bool   // the objectives hold random nodes or Dropout
+	training               bool   // see SetTraining
 	fixed                  map[*G.Node][]float64
 	worlds                 map[worldKey]*world
 	stats                  Stats
@@ -87,8 +102,10 @@ const (
 var levelNames = [2]string{"lower objective g", "upper objective f"}
 
 type level struct {
-	root   *G.Node
-	data   []*G.Node
+	root *G.Node
+	data []*G.Node
+	// full and rowLen hold the data's values and elements per sample, then,
+	// when the problem is random, the samples' indices 0, 1, ..., n−1.
 	full   []array
 	rowLen []int
 	n      int
@@ -97,185 +114,6 @@ type level struct {
 type worldKey struct {
 	level int
 	batch int // −1 for the full data
-}
-
-// Compile checks obj and derives and compiles its oracles on the full data.
-// Every problem with the objective is reported as an error before anything
-// runs: unsupported operations (named), shape mismatches (naming the node
-// and the shapes), variables the objectives do not depend on, data of
-// unequal sample counts, missing values.
-func Compile(obj Objective) (*Problem, error) {
-	if obj.Upper == nil || obj.Lower == nil {
-		return nil, fmt.Errorf("graph: Objective needs both Upper and Lower")
-	}
-	if len(obj.Outer) == 0 || len(obj.Inner) == 0 {
-		return nil, fmt.Errorf("graph: Objective needs at least one Outer and one Inner variable")
-	}
-	for _, r := range []*G.Node{obj.Upper, obj.Lower} {
-		if r.Shape().TotalSize() != 1 {
-			return nil, fmt.Errorf("graph: objective %s has shape %v; want a scalar", nodeName(r), r.Shape())
-		}
-	}
-	if err := checkSupported(obj.Upper, obj.Lower); err != nil {
-		return nil, err
-	}
-	p := &Problem{fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{}}
-	var indices map[*G.Node]bool // data kept in float64 under Float32Data
-	if obj.Float32Data {
-		indices = gatherIndices(obj.Upper, obj.Lower)
-	}
-	role := map[*G.Node]string{}
-	claim := func(n *G.Node, what string) error {
-		if n == nil {
-			return fmt.Errorf("graph: a nil node among the %s", what)
-		}
-		if n.Op() != nil {
-			return fmt.Errorf("graph: %s %s is computed; it must be an input node", what, nodeName(n))
-		}
-		if r, ok := role[n]; ok {
-			return fmt.Errorf("graph: node %s is declared twice, as %s and as %s", nodeName(n), r, what)
-		}
-		role[n] = what
-		return nil
-	}
-	var err error
-	if p.outer, p.x0, err = layout(obj.Outer, "outer variable", claim); err != nil {
-		return nil, err
-	}
-	if p.inner, p.y0, err = layout(obj.Inner, "inner variable", claim); err != nil {
-		return nil, err
-	}
-	p.dimX, p.dimY = len(p.x0), len(p.y0)
-	p.outerNodes = append([]*G.Node{}, obj.Outer...)
-	p.innerNodes = append([]*G.Node{}, obj.Inner...)
-	for lv, spec := range [2]struct {
-		root *G.Node
-		data []*G.Node
-	}{{obj.Lower, obj.LowerData}, {obj.Upper, obj.UpperData}} {
-		l := level{root: spec.root, n: -1}
-		for _, d := range spec.data {
-			if err := claim(d, "data of the "+levelNames[lv]); err != nil {
-				return nil, err
-			}
-			vals, err := valueData(d)
-			if err != nil {
-				return nil, err
-			}
-			shape := d.Shape()
-			if len(shape) == 0 {
-				return nil, fmt.Errorf("graph: data node %s is a scalar; data need a sample axis 0", nodeName(d))
-			}
-			if l.n >= 0 && shape[0] != l.n {
-				return nil, fmt.Errorf("graph: data of the %s have different sample counts: %s has %d rows, %s has %d",
-					levelNames[lv], nodeName(l.data[0]), l.n, nodeName(d), shape[0])
-			}
-			l.n = shape[0]
-			l.data = append(l.data, d)
-			if obj.Float32Data && !indices[d] {
-				l.full = append(l.full, array{f32: narrowed(vals)})
-			} else {
-				l.full = append(l.full, array{f64: vals})
-			}
-			l.rowLen = append(l.rowLen, len(vals)/max(shape[0], 1))
-		}
-		if l.n < 0 {
-			l.n = 1
-		}
-		p.levels[lv] = l
-	}
-	// Snapshot every other input the objectives read.
-	for _, n := range reachable(obj.Upper, obj.Lower) {
-		if n.Op() == nil && role[n] == "" {
-			vals, err := valueData(n)
-			if err != nil {
-				return nil, err
-			}
-			p.fixed[n] = append([]float64{}, vals...)
-		}
-	}
-	if err := p.checkDependence(obj); err != nil {
-		return nil, err
-	}
-	for lv := range p.levels {
-		if _, err := p.world(lv, -1); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-func layout(vars []*G.Node, what string, claim func(*G.Node, string) error) ([]Var, []float64, error) {
-	var vs []Var
-	var init []float64
-	for _, n := range vars {
-		if err := claim(n, what); err != nil {
-			return nil, nil, err
-		}
-		vals, err := valueData(n)
-		if err != nil {
-			return nil, nil, err
-		}
-		vs = append(vs, Var{Name: n.Name(), Shape: []int(n.Shape().Clone()), Offset: len(init), Size: len(vals)})
-		init = append(init, vals...)
-	}
-	return vs, init, nil
-}
-
-// reachable lists the nodes the roots depend on, roots included.
-func reachable(roots ...*G.Node) []*G.Node {
-	seen := map[*G.Node]bool{}
-	var out []*G.Node
-	var visit func(n *G.Node)
-	visit = func(n *G.Node) {
-		if seen[n] {
-			return
-		}
-		seen[n] = true
-		out = append(out, n)
-		for _, c := range children(n) {
-			visit(c)
-		}
-	}
-	for _, r := range roots {
-		visit(r)
-	}
-	return out
-}
-
-// gatherIndices returns the nodes the roots read as Gather indices.
-func gatherIndices(roots ...*G.Node) map[*G.Node]bool {
-	idx := map[*G.Node]bool{}
-	for _, n := range reachable(roots...) {
-		if _, ok := n.Op().(gatherOp); ok {
-			idx[children(n)[1]] = true
-		}
-	}
-	return idx
-}
-
-// checkDependence rejects variables that cannot matter: an inner variable g
-// does not read (its Hessian block would be zero), an outer variable
-// neither objective reads.
-func (p *Problem) checkDependence(obj Objective) error {
-	inG := map[*G.Node]bool{}
-	for _, n := range reachable(obj.Lower) {
-		inG[n] = true
-	}
-	inF := map[*G.Node]bool{}
-	for _, n := range reachable(obj.Upper) {
-		inF[n] = true
-	}
-	for _, y := range obj.Inner {
-		if !inG[y] {
-			return fmt.Errorf("graph: the lower objective %s does not depend on inner variable %s; every inner variable must enter g", nodeName(obj.Lower), nodeName(y))
-		}
-	}
-	for _, x := range obj.Outer {
-		if !inG[x] && !inF[x] {
-			return fmt.Errorf("graph: neither objective depends on outer variable %s", nodeName(x))
-		}
-	}
-	return nil
 }
 
 // DimX returns the length of the outer vector x.
@@ -326,13 +164,7 @@ func (p *Problem) ElementName(outer bool, i int) string {
 	}
 	for _, v := range vs {
 		if i >= v.Offset && i < v.Offset+v.Size {
-			k := i - v.Offset
-			idx := make([]string, len(v.Shape))
-			for a := len(v.Shape) - 1; a >= 0; a-- {
-				idx[a] = strconv.Itoa(k % v.Shape[a])
-				k /= v.Shape[a]
-			}
-			return v.Name + "[" + strings.Join(idx, ",") + "]"
+			return elementName(v.Name, v.Shape, i-v.Offset)
 		}
 	}
 	return fmt.Sprintf("element %d", i)
@@ -369,6 +201,9 @@ func (p *Problem) SetData(n *G.Node, values []float64) error {
 			if size := len(l.full[i].f64) + len(l.full[i].f32); len(values) != size {
 				return fmt.Errorf("graph: SetData of %s with %d values; its shape %v holds %d", nodeName(n), len(values), n.Shape(), size)
 			}
+			if err := checkFinite(n, "data", values); err != nil {
+				return fmt.Errorf("%w (in SetData)", err)
+			}
 			if l.full[i].f32 != nil {
 				l.full[i] = array{f32: narrowed(values)}
 			} else {
@@ -382,242 +217,3 @@ func (p *Problem) SetData(n *G.Node, values []float64) error {
 
 // Stats returns the oracle calls made so far.
 func (p *Problem) Stats() Stats { return p.stats }
-
-// F returns f(x, y) on the upper-level batch.
-func (p *Problem) F(x, y []float64, batch []int) float64 {
-	p.stats.UpperEvaluations++
-	pr := p.call(upperLevel, progValue, x, y, nil, batch)
-	defer pr.release()
-	return pr.out(0)[0]
-}
-
-// G returns g(x, y) on the lower-level batch.
-func (p *Problem) G(x, y []float64, batch []int) float64 {
-	p.stats.LowerEvaluations++
-	pr := p.call(lowerLevel, progValue, x, y, nil, batch)
-	defer pr.release()
-	return pr.out(0)[0]
-}
-
-// GradF computes ∇x f into dx and ∇y f into dy on the upper-level batch;
-// either may be nil to skip it.
-func (p *Problem) GradF(dx, dy, x, y []float64, batch []int) {
-	p.stats.UpperGradients++
-	p.grad(upperLevel, dx, dy, x, y, batch)
-}
-
-// GradG computes ∇x g into dx and ∇y g into dy on the lower-level batch;
-// either may be nil to skip it.
-func (p *Problem) GradG(dx, dy, x, y []float64, batch []int) {
-	p.stats.LowerGradients++
-	p.grad(lowerLevel, dx, dy, x, y, batch)
-}
-
-func (p *Problem) grad(lv int, dx, dy, x, y []float64, batch []int) {
-	kind := progGradXY
-	switch {
-	case dx == nil && dy == nil:
-		return
-	case dx == nil:
-		kind = progGradY
-	case dy == nil:
-		kind = progGradX
-	}
-	pr := p.call(lv, kind, x, y, nil, batch)
-	defer pr.release()
-	k := 0
-	if dx != nil {
-		k = p.collect(dx, p.outer, pr, 0)
-	}
-	if dy != nil {
-		p.collect(dy, p.inner, pr, k)
-	}
-}
-
-// collect copies the outputs first, first+1, ... of pr, one per variable
-// of vs, into dst and returns the next output index.
-func (p *Problem) collect(dst []float64, vs []Var, pr *program, first int) int {
-	if len(dst) != sumSizes(vs) {
-		panic(fmt.Sprintf("graph: destination has length %d, want %d", len(dst), sumSizes(vs)))
-	}
-	for i, v := range vs {
-		copy(dst[v.Offset:v.Offset+v.Size], pr.out(first+i))
-	}
-	return first + len(vs)
-}
-
-func sumSizes(vs []Var) int {
-	n := 0
-	for _, v := range vs {
-		n += v.Size
-	}
-	return n
-}
-
-// HVP computes the Hessian-vector product ∇yy g(x, y) · v into dst on the
-// lower-level batch.
-func (p *Problem) HVP(dst, x, y, v []float64, batch []int) {
-	p.stats.HessVecProducts++
-	pr := p.call(lowerLevel, progHVP, x, y, v, batch)
-	defer pr.release()
-	p.collect(dst, p.inner, pr, 0)
-}
-
-// MixedXY computes the mixed product ∇xy g(x, y) · v = ∇x ⟨∇y g, v⟩, a
-// vector in x-space, into dst on the lower-level batch.
-func (p *Problem) MixedXY(dst, x, y, v []float64, batch []int) {
-	p.stats.MixedXYProducts++
-	pr := p.call(lowerLevel, progMixedXY, x, y, v, batch)
-	defer pr.release()
-	p.collect(dst, p.outer, pr, 0)
-}
-
-// MixedYX computes the mixed product ∇yx g(x, y) · u = ∇y ⟨∇x g, u⟩, a
-// vector in y-space, into dst on the lower-level batch.
-func (p *Problem) MixedYX(dst, x, y, u []float64, batch []int) {
-	p.stats.MixedYXProducts++
-	pr := p.call(lowerLevel, progMixedYX, x, y, u, batch)
-	defer pr.release()
-	p.collect(dst, p.inner, pr, 0)
-}
-
-// HessYY assembles the dense Hessian ∇yy g(x, y) (DimY × DimY) from DimY
-// Hessian-vector products at one linearization, symmetrized, into dst,
-// which is resized when empty. Meant for small DimY.
-func (p *Problem) HessYY(dst *mat.SymDense, x, y []float64, batch []int) {
-	n := p.dimY
-	if dst.IsEmpty() {
-		dst.ReuseAsSym(n)
-	}
-	if dst.SymmetricDim() != n {
-		panic("graph: HessYY destination has the wrong size")
-	}
-	l := p.Linearize(x, y, batch)
-	e := make([]float64, n)
-	cols := mat.NewDense(n, n, nil)
-	col := make([]float64, n)
-	for j := 0; j < n; j++ {
-		e[j] = 1
-		l.HVP(col, e)
-		e[j] = 0
-		cols.SetCol(j, col)
-	}
-	for i := 0; i < n; i++ {
-		for j := i; j < n; j++ {
-			dst.SetSym(i, j, (cols.At(i, j)+cols.At(j, i))/2)
-		}
-	}
-}
-
-// HessXY assembles the dense mixed second derivative ∇xy g(x, y), the
-// DimX × DimY matrix whose column j is ∇xy g · e_j, into dst, which is
-// resized when empty. Meant for small DimY.
-func (p *Problem) HessXY(dst *mat.Dense, x, y []float64, batch []int) {
-	if dst.IsEmpty() {
-		dst.ReuseAs(p.dimX, p.dimY)
-	}
-	if r, c := dst.Dims(); r != p.dimX || c != p.dimY {
-		panic("graph: HessXY destination has the wrong size")
-	}
-	l := p.Linearize(x, y, batch)
-	e := make([]float64, p.dimY)
-	col := make([]float64, p.dimX)
-	for j := 0; j < p.dimY; j++ {
-		e[j] = 1
-		l.MixedXY(col, e)
-		e[j] = 0
-		dst.SetCol(j, col)
-	}
-}
-
-// Linearization holds g's second-order information at a fixed point
-// (x, y) and batch: everything the Hessian-vector and mixed products need
-// that does not depend on the vector is computed once, by Linearize, and
-// each product then runs only the part of the program that depends on v.
-// Use it in CG, Neumann and unrolling loops that apply the Hessian many
-// times at one point. It holds its own copies of x, y and the batch's rows,
-// so several linearizations may be used in turn; switching between them
-// recomputes the fixed part.
-type Linearization struct {
-	p                *Problem
-	w                *world
-	pr               *program
-	needHVP, needMix []bool
-	x, y             []float64
-	data             []array
-}
-
-// Linearize returns the linearization of g at (x, y) on the lower-level
-// batch.
-func (p *Problem) Linearize(x, y []float64, batch []int) *Linearization {
-	w := p.mustWorld(lowerLevel, batch)
-	pr := w.program(p, progLinear)
-	l := &Linearization{p: p, w: w, pr: pr,
-		x: append([]float64{}, p.checkLen(x, p.dimX, "x")...),
-		y: append([]float64{}, p.checkLen(y, p.dimY, "y")...)}
-	l.needHVP = pr.need(seq(0, len(p.inner))...)
-	l.needMix = pr.need(seq(len(p.inner), len(p.inner)+len(p.outer))...)
-	l.data = append([]array{}, w.batchData(p, pr, batch, true)...)
-	l.activate()
-	return l
-}
-
-// HVPAt returns the operator v ↦ ∇yy g(x, y)·v on the lower-level batch,
-// computed through a Linearization made at its first use: the first product
-// costs about one HVP, each later one only the part that depends on v. It
-// keeps x, y and batch; they must not change while it is in use. This is
-// the operator implicit.HVPOperator uses for a Problem, and so AID's CG and
-// Neumann loops.
-func (p *Problem) HVPAt(x, y []float64, batch []int) func(dst, v []float64) {
-	var l *Linearization
-	return func(dst, v []float64) {
-		if l == nil {
-			l = p.Linearize(x, y, batch)
-		}
-		l.HVP(dst, v)
-	}
-}
-
-// activate makes l the linearization its program holds.
-func (l *Linearization) activate() {
-	l.w.bind(l.p, l.pr, l.x, l.y, l.data)
-	l.pr.exec(nil, runStatic)
-	l.pr.owner = l
-}
-
-func seq(a, b int) []int {
-	r := make([]int, 0, b-a)
-	for i := a; i < b; i++ {
-		r = append(r, i)
-	}
-	return r
-}
-
-func (l *Linearization) apply(v []float64, mask []bool) {
-	if l.pr.owner != l {
-		l.activate()
-	}
-	bindFlat(l.pr, l.w.v, l.p.inner, l.p.checkLen(v, l.p.dimY, "v"))
-	l.pr.exec(mask, runDynamic)
-}
-
-// HVP computes ∇yy g · v at the linearization point into dst.
-func (l *Linearization) HVP(dst, v []float64) {
-	l.p.stats.HessVecProducts++
-	l.apply(v, l.needHVP)
-	l.p.collect(dst, l.p.inner, l.pr, 0)
-}
-
-// MixedXY computes ∇xy g · v at the linearization point into dst.
-func (l *Linearization) MixedXY(dst, v []float64) {
-	l.p.stats.MixedXYProducts++
-	l.apply(v, l.needMix)
-	l.p.collect(dst, l.p.outer, l.pr, len(l.p.inner))
-}
-
-func (p *Problem) checkLen(v []float64, n int, name string) []float64 {
-	if len(v) != n {
-		panic(fmt.Sprintf("graph: %s has length %d, want %d", name, len(v), n))
-	}
-	return v
-}

@@ -177,9 +177,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"unsupported op", func() Objective {
 			o := ridge(ridgeA, ridgeT, 4, 3)
-			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Ceil(o.Inner[0]))))))
+			o.Lower = G.Must(G.Add(o.Lower, G.Must(G.Sum(G.Must(G.Sparsemax(G.Must(G.Reshape(o.Inner[0], tensor.Shape{3}))))))))
 			return o
-		}, []string{"unsupported operation", "ceil"}},
+		}, []string{"unsupported operation", "sparsemax"}},
 		{"float32", func() Objective {
 			g := G.NewGraph()
 			w := G.NewVector(g, G.Float32, G.WithShape(2), G.WithName("w32"), G.WithInit(G.Zeroes()))
@@ -245,7 +245,7 @@ func TestBatchShapeError(t *testing.T) {
 	lam := vecNode(g, "lam", []float64{1})
 	lower := G.Must(G.Add(G.Must(G.Sum(G.Must(G.Mul(G.Must(G.Add(X, C)), w)))),
 		G.Must(G.Sum(G.Must(G.Mul(G.Must(G.Sum(lam)), G.Must(G.Sum(G.Must(G.Square(w))))))))))
-	p, err := Compile(Objective{Upper: lower, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{w}, LowerData: []*G.Node{X}})
+	p, err := Compile(Objective{Upper: lower, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{w}, LowerData: []*G.Node{X}, Constants: []*G.Node{C}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestBatchShapeError(t *testing.T) {
 	if err == nil {
 		t.Fatal("a batch of 2 rows added to a constant of 4 rows was accepted")
 	}
-	for _, want := range []string{"[2 2]", "[4 2]", "batch of 2"} {
+	for _, want := range []string{"[2 2]", "[4 2]", "batch of 2", `constant "C" has 4 rows`, "declare it in LowerData"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

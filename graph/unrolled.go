@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -26,8 +27,8 @@ type Unrolled struct {
 // Unrolled builds the unrolled hypergradient program for T steps of size
 // alpha and momentum beta (0 for plain gradient descent).
 func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
-	if T < 0 || alpha <= 0 || beta < 0 || beta >= 1 {
-		return nil, fmt.Errorf("graph: Unrolled needs T ≥ 0, α > 0 and 0 ≤ β < 1; got T = %d, α = %v, β = %v", T, alpha, beta)
+	if T < 0 || !(alpha > 0) || math.IsInf(alpha, 1) || !(beta >= 0 && beta < 1) {
+		return nil, fmt.Errorf("graph: Unrolled needs T ≥ 0, a finite α > 0 and 0 ≤ β < 1; got T = %d, α = %v, β = %v", T, alpha, beta)
 	}
 	b := newBuilder()
 	u := &Unrolled{p: p}
@@ -44,7 +45,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 			leaves[d] = b.dataConstant([]int(d.Shape()), l.full[i])
 		}
 	}
-	eval := func(root *G.Node, y []*node) (*node, error) {
+	eval := func(lv int, y []*node) (*node, error) {
 		m := make(map[*G.Node]*node, len(leaves)+len(y))
 		for k, v := range leaves {
 			m[k] = v
@@ -52,7 +53,9 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		for i, n := range p.innerNodes {
 			m[n] = y[i]
 		}
-		out, err := newImporter(b, m, p.fixed).node(root)
+		im := p.checkImporter(b, lv, nil)
+		im.leaves = m
+		out, err := im.node(p.levels[lv].root)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +63,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 	}
 	y, prev := u.y0, u.y0
 	for t := 0; t < T; t++ {
-		g, err := eval(p.levels[lowerLevel].root, y)
+		g, err := eval(lowerLevel, y)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +81,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		}
 		prev, y = y, next
 	}
-	f, err := eval(p.levels[upperLevel].root, y)
+	f, err := eval(upperLevel, y)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -11,15 +13,19 @@ import (
 // the seed vectors of the second-order products) and the programs compiled
 // on demand from it.
 type world struct {
+	p       *Problem
 	b       *builder
 	out     *node
 	x, y    []*node // variable leaves
 	v, u    []*node // seeds shaped like y and like x
-	data    []*node
+	data    []*node // the level's data leaves, then index
+	index   *node   // the batch's sample indices (random problems)
+	other   []*node // leaves of the other level's data, always whole
 	dataBuf []array // gathered batch rows (batch worlds only)
 	bound   []array // scratch for batchData
 	progs   map[int]*program
 	level   int
+	ir      map[*G.Node]*node // the translation of each node of the objective
 }
 
 // Program kinds.
@@ -45,7 +51,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	}
 	l := &p.levels[lv]
 	b := newBuilder()
-	w := &world{b: b, progs: map[int]*program{}, level: lv}
+	w := &world{p: p, b: b, progs: map[int]*program{}, level: lv}
 	leaves := map[*G.Node]*node{}
 	for i, v := range p.outer {
 		w.x = append(w.x, b.leaf(v.Name, v.Shape))
@@ -57,30 +63,33 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		w.v = append(w.v, b.leaf("v:"+v.Name, v.Shape))
 		leaves[p.innerNodes[i]] = w.y[i]
 	}
-	for i, d := range l.data {
-		shape := []int(d.Shape().Clone())
-		if batch >= 0 {
-			shape[0] = batch
+	m := l.n
+	if batch >= 0 {
+		m = batch
+		for i := range l.full {
 			w.dataBuf = append(w.dataBuf, l.full[i].make(batch*l.rowLen[i]))
 		}
-		if l.full[i].f32 != nil {
-			w.data = append(w.data, b.leaf32(d.Name(), shape))
-			leaves[d] = b.widen(w.data[i])
-		} else {
-			w.data = append(w.data, b.leaf(d.Name(), shape))
-			leaves[d] = w.data[i]
-		}
+	}
+	for _, d := range l.data {
+		shape := []int(d.Shape().Clone())
+		shape[0] = m
+		leaves[d] = w.dataLeaf(d, shape, &w.data)
+	}
+	im := newImporter(b, p.src, leaves, p.fixed)
+	im.training = p.training
+	if p.random {
+		w.index = b.leaf("sample index", []int{m})
+		w.data = append(w.data, w.index)
+		im.seed, im.samples, im.index = p.seed, l.n, w.index
 	}
 	// The other level's data, should this objective read them, enter whole.
-	other := &p.levels[1-lv]
-	for i, d := range other.data {
-		leaves[d] = b.dataConstant([]int(d.Shape()), other.full[i])
+	for _, d := range p.levels[1-lv].data {
+		leaves[d] = w.dataLeaf(d, d.Shape(), &w.other)
 	}
-	im := newImporter(b, leaves, p.fixed)
 	out, err := im.node(l.root)
 	if err != nil {
 		if batch >= 0 {
-			return nil, fmt.Errorf("%w (with a batch of %d samples)", err, batch)
+			return nil, fmt.Errorf("%w (with a batch of %d samples%s)", err, batch, p.sampleAxisHint(lv))
 		}
 		return nil, err
 	}
@@ -88,8 +97,46 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 		return nil, fmt.Errorf("graph: the %s has %d elements with a batch of %d samples; want a scalar", levelNames[lv], out.size, batch)
 	}
 	w.out = b.reshape(out, []int{})
+	w.ir = im.ir
 	p.worlds[key] = w
 	return w, nil
+}
+
+// dataLeaf appends to leaves a leaf for the data node d with the given
+// shape, in d's precision, and returns the node objectives read it as.
+func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
+	f32 := false
+	for _, l := range w.p.levels {
+		for i, e := range l.data {
+			f32 = f32 || e == d && l.full[i].f32 != nil
+		}
+	}
+	if f32 {
+		*leaves = append(*leaves, w.b.leaf32(d.Name(), shape))
+		return w.b.widen((*leaves)[len(*leaves)-1])
+	}
+	*leaves = append(*leaves, w.b.leaf(d.Name(), shape))
+	return (*leaves)[len(*leaves)-1]
+}
+
+// sampleAxisHint names the constants the objective of level lv reads that
+// have one row per sample of the level: data left undeclared, the usual
+// cause of an objective that cannot take a batch.
+func (p *Problem) sampleAxisHint(lv int) string {
+	l := &p.levels[lv]
+	var names []string
+	for n := range p.src.reachable(l.root) {
+		_, fixed := p.fixed[n]
+		if s := n.Shape(); (fixed || isGorgoniaConstant(n)) && len(s) > 0 && s[0] == l.n && l.n > 1 {
+			names = append(names, nodeName(n))
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("; the constant %s has %d rows, one per sample of the %s: if it holds per-sample values, declare it in %s",
+		strings.Join(names, ", "), l.n, levelNames[lv], [2]string{"LowerData", "UpperData"}[lv])
 }
 
 // mustWorld returns the world of a batch after checking its indices. The
@@ -209,7 +256,8 @@ func (w *world) program(p *Problem, kind int) *program {
 
 // batchData returns the data buffers of the batch for the data leaves pr
 // reads: the full arrays for a nil batch, else the batch's rows gathered
-// into the world's buffers, or into new ones when fresh is set.
+// into the world's buffers, or into new ones when fresh is set; then the
+// other level's data, whole.
 func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) []array {
 	l := &p.levels[w.level]
 	bufs := w.bound[:0]
@@ -231,6 +279,7 @@ func (w *world) batchData(p *Problem, pr *program, batch []int, fresh bool) []ar
 		}
 		bufs = append(bufs, buf)
 	}
+	bufs = append(bufs, p.levels[1-w.level].full...)
 	w.bound = bufs
 	return bufs
 }
@@ -245,8 +294,17 @@ func (w *world) bind(p *Problem, pr *program, x, y []float64, data []array) {
 	for i, v := range p.inner {
 		pr.bind(w.y[i], y[v.Offset:v.Offset+v.Size])
 	}
+	w.bindData(pr, data)
+}
+
+// bindData binds the data leaves, the level's and then the other
+// level's, to data (see batchData).
+func (w *world) bindData(pr *program, data []array) {
 	for i, d := range w.data {
 		pr.bindArray(d, data[i])
+	}
+	for i, d := range w.other {
+		pr.bindArray(d, data[len(w.data)+i])
 	}
 }
 

@@ -315,8 +315,11 @@ func (q *QuadraticModel) build() {
 		b := input(g, "B", q.B.RawMatrix().Data, n, m)
 		quad := G.Must(G.Mul(y, G.Must(G.Mul(a, y))))
 		lower = G.Must(G.Sub(scale(0.5, quad), G.Must(G.Mul(y, G.Must(G.Mul(b, x))))))
+		obj.Constants = []*G.Node{a, b}
 		if q.C != nil {
-			lower = G.Must(G.Add(lower, G.Must(G.Mul(input(g, "c", q.C, n), y))))
+			c := input(g, "c", q.C, n)
+			lower = G.Must(G.Add(lower, G.Must(G.Mul(c, y))))
+			obj.Constants = append(obj.Constants, c)
 		}
 	} else {
 		a := input(g, "A_i", q.sa, N, n*n)
@@ -337,7 +340,9 @@ func (q *QuadraticModel) build() {
 	// ½ mean_j ‖y − b_j‖² = ½‖y‖² − mean_j b_jᵀy + ½ mean_j ‖b_j‖².
 	var upper *G.Node
 	if M := q.UpperSamples; M == 0 {
-		upper = scale(0.5, sumSquares(G.Must(G.Sub(y, input(g, "b", q.Target, n)))))
+		b := input(g, "b", q.Target, n)
+		upper = scale(0.5, sumSquares(G.Must(G.Sub(y, b))))
+		obj.Constants = append(obj.Constants, b)
 	} else {
 		b := input(g, "b_j", q.st, M, n)
 		upper = G.Must(G.Sub(scale(0.5, sumSquares(y)), G.Must(G.Mean(G.Must(G.Mul(b, y))))))

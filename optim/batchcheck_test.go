@@ -28,7 +28,7 @@ func TestBatchSizeTheGraphCannotTake(t *testing.T) {
 	lower := G.Must(G.Add(fit, G.Must(G.Mul(G.Must(G.Sum(G.Must(G.Exp(lam)))), G.Must(G.Sum(G.Must(G.Square(w))))))))
 	upper := G.Must(G.Sum(G.Must(G.Square(w))))
 	p, err := graph.Compile(graph.Objective{Upper: upper, Lower: lower, Outer: []*G.Node{lam}, Inner: []*G.Node{w},
-		LowerData: []*G.Node{X}})
+		LowerData: []*G.Node{X}, Constants: []*G.Node{C}})
 	if err != nil {
 		t.Fatal(err)
 	}

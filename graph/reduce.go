@@ -1,0 +1,141 @@
+package graph
+
+import (
+	"math"
+	"sort"
+
+	G "gorgonia.org/gorgonia"
+)
+
+// Reductions along one axis (the axis is dropped): sums and maxima, and
+// gorgonia's Sum, Max and Mean (a sum divided by SizeOf) along any axes.
+
+var opSum, opMax opKind
+
+func init() {
+	opSum = define(opDef{name: "sum", arity: 1, shape: reduceShape,
+		f64: func(n *node, out []float64, in [][]float64) {
+			outer, mid, inner := split3(n.args[0].shape, n.axis)
+			sumAxis(out, in[0], outer, mid, inner)
+		},
+		vjp: func(b *builder, n *node, _ int, g *node) *node {
+			x := n.args[0]
+			return b.broadcast(b.reshape(g, keepDims(x.shape, n.axis)), x.shape)
+		},
+	})
+	opMax = define(opDef{name: "max", arity: 1, shape: reduceShape,
+		f64: func(n *node, out []float64, in [][]float64) {
+			outer, mid, inner := split3(n.args[0].shape, n.axis)
+			maxAxis(out, in[0], outer, mid, inner)
+		},
+		// The adjoint goes to the maxima of each slice, shared equally
+		// among ties.
+		vjp: func(b *builder, n *node, _ int, g *node) *node {
+			x := n.args[0]
+			keep := keepDims(x.shape, n.axis)
+			mask := b.cmp(cmpEQ, x, b.broadcast(b.reshape(n, keep), x.shape))
+			count := b.reshape(b.reduce(opSum, mask, n.axis), keep)
+			w := b.binary(opDiv, mask, b.broadcast(count, x.shape))
+			return b.mul(b.broadcast(b.reshape(g, keep), x.shape), w)
+		},
+	})
+	reduceAlong := func(kind *opKind) func(im *importer, n *G.Node, a []*node) *node {
+		return func(im *importer, n *G.Node, a []*node) *node {
+			along := reducedAxes(n.Op())
+			if len(along) == 0 {
+				for i := range a[0].shape {
+					along = append(along, i)
+				}
+			}
+			sort.Sort(sort.Reverse(sort.IntSlice(along)))
+			r := a[0]
+			for _, ax := range along {
+				r = im.b.reduce(*kind, r, ax)
+			}
+			return r
+		}
+	}
+	recognize("sumOp", importRule{doc: "Sum, Mean (Sum ÷ SizeOf) along any axes", translate: reduceAlong(&opSum)})
+	recognize("maxOp", importRule{doc: "Max along any axes", translate: reduceAlong(&opMax)})
+}
+
+func reduceShape(n *node) []int {
+	a := n.args[0]
+	checkAxis(n.op.String(), n.axis, a.shape)
+	shape := append(cloneInts(a.shape[:n.axis]), a.shape[n.axis+1:]...)
+	if shape == nil {
+		shape = []int{}
+	}
+	return shape
+}
+
+func (b *builder) reduce(op opKind, a *node, axis int) *node {
+	return b.add(&node{op: op, args: []*node{a}, axis: axis})
+}
+
+// sumAll sums every element of a into a 0-d scalar.
+func (b *builder) sumAll(a *node) *node {
+	if len(a.shape) == 0 {
+		return a
+	}
+	return b.reduce(opSum, b.reshape(a, []int{a.size}), 0)
+}
+
+// reduceTo sums g down to shape: the adjoint of broadcasting a value of
+// shape to g's shape (equal ranks with 1s, or a single element).
+func (b *builder) reduceTo(g *node, shape []int) *node {
+	if sameShape(g.shape, shape) {
+		return g
+	}
+	if sizeOf(shape) == 1 {
+		return b.reshape(b.sumAll(g), shape)
+	}
+	if len(g.shape) != len(shape) {
+		shapePanic("reduce %v to %v: ranks differ", g.shape, shape)
+	}
+	r := g
+	for ax := len(shape) - 1; ax >= 0; ax-- {
+		if shape[ax] == 1 && g.shape[ax] != 1 {
+			r = b.reduce(opSum, r, ax)
+		}
+	}
+	return b.reshape(r, shape)
+}
+
+func sumAxis(out, x []float64, outer, mid, inner int) {
+	for o := 0; o < outer; o++ {
+		dst := out[o*inner : (o+1)*inner]
+		if inner == 1 {
+			s := 0.0
+			for _, v := range x[o*mid : (o+1)*mid] {
+				s += v
+			}
+			dst[0] = s
+			continue
+		}
+		for i := range dst {
+			dst[i] = 0
+		}
+		for m := 0; m < mid; m++ {
+			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
+			for i, v := range src {
+				dst[i] += v
+			}
+		}
+	}
+}
+
+func maxAxis(out, x []float64, outer, mid, inner int) {
+	for o := 0; o < outer; o++ {
+		dst := out[o*inner : (o+1)*inner]
+		copy(dst, x[o*mid*inner:(o*mid+1)*inner])
+		for m := 1; m < mid; m++ {
+			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
+			for i, v := range src {
+				if v > dst[i] || math.IsNaN(v) {
+					dst[i] = v
+				}
+			}
+		}
+	}
+}
