@@ -124,7 +124,9 @@ func init() {
 			for i := range ones {
 				ones[i] = 1
 			}
-			z := G.Must(graph.BatchNorm(G.Must(G.Mul(x, w)), testInput(g, "gamma", ones, c), testInput(g, "beta", zeros, c), 1e-5))
+			gamma, beta := testInput(g, "gamma", ones, c), testInput(g, "beta", zeros, c)
+			o.Constants = append(o.Constants, gamma, beta)
+			z := G.Must(graph.BatchNorm(G.Must(G.Mul(x, w)), gamma, beta, 1e-5))
 			o.Lower = G.Must(G.Add(G.Must(graph.SoftmaxCrossEntropy(z, y)), o.Lower))
 		})
 	})
