@@ -92,8 +92,9 @@ type Settings struct {
 	// DefaultTol. It must be finite and not negative.
 	Tol float64
 	// MaxInner caps the inner iterations: Newton-CG or L-BFGS iterations,
-	// or ITD's gradient steps, whose iterates ITD stores. 0 means
-	// DefaultMaxNewtonCG, DefaultMaxLBFGS or DefaultMaxDescent.
+	// or ITD's gradient steps, whose iterates ITD stores (ITD's solve for
+	// y* keeps its solver's default). 0 means DefaultMaxNewtonCG,
+	// DefaultMaxLBFGS or DefaultMaxDescent.
 	MaxInner int
 	// LinearTol is AID's tolerance on the residual of ∇yy g·v = ∇y f
 	// relative to ‖∇y f‖; 0 means DefaultLinearTol.
@@ -138,8 +139,8 @@ type Stats struct {
 	Runtime time.Duration
 }
 
-// Lower is the part of a problem that SolveLower uses: g, ∇y g and, for
-// NewtonCG, ∇yy g·v with the optional linearized operator.
+// Lower is the part of a problem that SolveLower and Curvature use: g,
+// ∇y g and ∇yy g·v with the optional linearized operator.
 type Lower interface {
 	oracle.Dims
 	oracle.LowerValue
@@ -162,7 +163,7 @@ func SolveLower(p Lower, x []float64, s *Settings) (*Result, error) {
 	}
 	r := &Result{}
 	start := time.Now()
-	r.Y, r.InnerIterations, r.InnerResidual, err = c.lower()
+	r.Y, r.InnerIterations, r.InnerResidual, err = c.lower(c.s.MaxInner)
 	c.finish(r, start)
 	return r, err
 }
@@ -293,14 +294,6 @@ func (c *call) finish(r *Result, start time.Time) {
 	r.Runtime = time.Since(start)
 }
 
-// maxInner returns MaxInner or the default of the solver.
-func (c *call) maxInner(def int) int {
-	if c.s.MaxInner > 0 {
-		return c.s.MaxInner
-	}
-	return def
-}
-
 // gradientNorm is the Converger of the inner solve: it stops once
 // ‖∇y g‖₂ ≤ tol.
 type gradientNorm float64
@@ -317,18 +310,21 @@ func (tol gradientNorm) Converged(loc *optimize.Location) optimize.Status {
 }
 
 // lower minimizes g(x, ·) from Y0 with the Inner solver under gonum's
-// Minimize and returns the last major iterate, its iteration count and
-// ‖∇y g‖ there.
-func (c *call) lower() (y []float64, iters int, residual float64, err error) {
+// Minimize, for at most limit iterations (0: the solver's default), and
+// returns the last major iterate, its iteration count and ‖∇y g‖ there.
+func (c *call) lower(limit int) (y []float64, iters int, residual float64, err error) {
 	prob := optimize.Problem{
 		Func: func(y []float64) float64 { c.calls.G++; return c.p.G(c.x, y, nil) },
 		Grad: func(dst, y []float64) { c.calls.GradG++; c.p.GradG(nil, dst, c.x, y, nil) },
 	}
 	var method optimize.Method = &newtonCG{c: c}
-	limit := c.maxInner(DefaultMaxNewtonCG)
+	def := DefaultMaxNewtonCG
 	if c.s.Inner == LBFGS {
 		method = &optimize.LBFGS{Linesearcher: &wolfeSearch{}, GradStopThreshold: math.NaN()}
-		limit = c.maxInner(DefaultMaxLBFGS)
+		def = DefaultMaxLBFGS
+	}
+	if limit == 0 {
+		limit = def
 	}
 	// The starting point is the first major iteration.
 	set := &optimize.Settings{Converger: gradientNorm(c.s.Tol), MajorIterations: limit + 1}
@@ -360,7 +356,7 @@ func (c *call) lower() (y []float64, iters int, residual float64, err error) {
 // implicit.Estimate with CG on the problem's Hessian operator at y*.
 func (c *call) aid(r *Result) error {
 	var err error
-	if r.Y, r.InnerIterations, r.InnerResidual, err = c.lower(); err != nil {
+	if r.Y, r.InnerIterations, r.InnerResidual, err = c.lower(c.s.MaxInner); err != nil {
 		return err
 	}
 	p, x, y := c.full, c.x, r.Y
@@ -391,22 +387,19 @@ func (c *call) aid(r *Result) error {
 // the curvature at Y0 and y*, the number of steps T from a descent that
 // reaches the tolerance, then unroll's forward pass and reverse sweep.
 func (c *call) itd(r *Result) error {
-	ystar, iters, residual, err := c.lower()
+	ystar, iters, residual, err := c.lower(0) // MaxInner caps the descent
+	r.Y, r.InnerIterations, r.InnerResidual = ystar, iters, residual
 	if err != nil {
-		r.Y, r.InnerIterations, r.InnerResidual = ystar, iters, residual
 		return err
 	}
 	p, x := c.full, c.x
 	for _, y := range [][]float64{c.y0, ystar} {
-		op := implicit.HVPOperator(p, x, y, nil)
-		l, err := implicit.LargestEigenvalue(func(dst, v []float64) { c.calls.HVP++; op(dst, v) }, p.DimY(), curvatureSteps, 1)
+		l, applied, err := curvature(p, x, y)
+		c.calls.HVP += int64(applied)
 		if err != nil {
-			return fmt.Errorf("bilevel: ITD's curvature estimate: %w", err)
+			return err
 		}
 		r.Curvature = math.Max(r.Curvature, l)
-	}
-	if !(r.Curvature > 0) || math.IsInf(r.Curvature, 1) {
-		return fmt.Errorf("bilevel: ITD's curvature estimate λmax(∇yy g) = %v is not positive and finite: g(x, ·) is not strongly convex, so gradient descent has no step size", r.Curvature)
 	}
 	r.StepSize = 1 / r.Curvature
 	steps, last, err := c.descentSteps(r.StepSize)
@@ -435,13 +428,57 @@ func (c *call) itd(r *Result) error {
 	return nil
 }
 
+// Curvature estimates λmax(∇yy g(x, y)), the curvature of the lower level
+// at (x, y) on the whole lower data set, by min(30, DimY) Lanczos steps
+// (implicit.LargestEigenvalue, as many Hessian-vector products) from a
+// fixed start. The estimate never exceeds λmax and is usually within a
+// few percent of it. Gradient descent on g(x, ·) converges for steps
+// below 2/λmax along its path: ITD takes 1/Curvature at Y0 and y*, and a
+// solver of package optim with a fixed inner step can take 1/Curvature
+// where g is most curved. An estimate that is not positive and finite is
+// an error: g(x, ·) is then not strongly convex at y.
+func Curvature(p Lower, x, y []float64) (float64, error) {
+	if p == nil || isNilPointer(p) {
+		return 0, errors.New("bilevel: the problem is nil")
+	}
+	if len(x) != p.DimX() || len(y) != p.DimY() {
+		return 0, fmt.Errorf("bilevel: Curvature at x and y of lengths %d and %d; the problem has DimX = %d, DimY = %d", len(x), len(y), p.DimX(), p.DimY())
+	}
+	if err := checkFinite("x", x); err != nil {
+		return 0, err
+	}
+	if err := checkFinite("y", y); err != nil {
+		return 0, err
+	}
+	l, _, err := curvature(p, x, y)
+	return l, err
+}
+
+// curvature is Curvature on checked input; it also returns the number of
+// Hessian-vector products.
+func curvature(p Lower, x, y []float64) (float64, int, error) {
+	op := implicit.HVPOperator(p, x, y, nil)
+	applied := 0
+	l, err := implicit.LargestEigenvalue(func(dst, v []float64) { applied++; op(dst, v) }, p.DimY(), curvatureSteps, 1)
+	switch {
+	case err != nil:
+		return 0, applied, fmt.Errorf("bilevel: the curvature estimate of ∇yy g: %w", err)
+	case !(l > 0) || math.IsInf(l, 1):
+		return 0, applied, fmt.Errorf("bilevel: the curvature estimate λmax(∇yy g) = %v is not positive and finite: g(x, ·) is not strongly convex at this y, and gradient descent on it has no step size", l)
+	}
+	return l, applied, nil
+}
+
 // descentSteps returns the number T of gradient steps of size alpha from
 // Y0 after which ‖∇y g‖ ≤ Tol, computed with the step of unroll's forward
 // pass, so that the Unroller of T steps ends where this descent did, and
 // the last iterate. It fails with a *ToleranceError.
 func (c *call) descentSteps(alpha float64) (int, []float64, error) {
 	y, g := append([]float64{}, c.y0...), make([]float64, len(c.y0))
-	limit := c.maxInner(DefaultMaxDescent)
+	limit := c.s.MaxInner
+	if limit == 0 {
+		limit = DefaultMaxDescent
+	}
 	for t := 0; ; t++ {
 		c.calls.GradG++
 		c.p.GradG(nil, g, c.x, y, nil)

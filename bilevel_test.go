@@ -318,3 +318,32 @@ func TestNewtonCGLinearized(t *testing.T) {
 type plainHVP struct{ *graph.Problem }
 
 func (plainHVP) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
+
+// TestCurvature checks the Lanczos estimate against the quadratic model's
+// λmax = μ·Cond and refuses a maximum and bad input.
+func TestCurvature(t *testing.T) {
+	q, err := models.Quadratic(models.QuadraticSettings{DimX: 2, DimY: 40, Cond: 50, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := []float64{1, 2}, make([]float64, 40)
+	l, err := bilevel.Curvature(p, x, y)
+	if err != nil || math.Abs(l-50) > 1e-3*50 {
+		t.Errorf("Curvature = %v, %v; want λmax = 50 within 0.1%%", l, err)
+	}
+	if _, err := bilevel.Curvature(nonconvex(t, false), []float64{0, 0, 0}, []float64{0, 0, 0}); err == nil {
+		t.Error("Curvature at the maximum of a double well (∇yy g = −I) gave no error")
+	}
+	for _, c := range []struct {
+		name string
+		x, y []float64
+	}{{"short x", x[:1], y}, {"short y", x, y[:3]}, {"NaN in y", x, append([]float64{math.NaN()}, y[1:]...)}} {
+		if _, err := bilevel.Curvature(p, c.x, c.y); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
