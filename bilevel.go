@@ -42,7 +42,7 @@ type Inner int
 const (
 	// NewtonCG is the truncated Newton method: CG on the Hessian-vector
 	// products of g (the problem's linearized operator where it declares
-	// one), about ten Newton steps in all. It was 3 to 4 times faster
+	// one), about ten Newton steps in all. It was 2 to 6 times faster
 	// than L-BFGS on every lower level measured (docs/design.md).
 	NewtonCG Inner = iota
 	// LBFGS is gonum/optimize's limited-memory BFGS: one value and one
