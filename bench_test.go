@@ -17,14 +17,7 @@ import (
 // images (d_y = 7840), the measurements behind Settings.Inner's default
 // (docs/design.md): go test -run '^$' -bench SolveLower .
 func BenchmarkSolveLower(b *testing.B) {
-	q, err := models.Quadratic(models.QuadraticSettings{DimX: 20, DimY: 200, Cond: 1e4, Seed: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	quad, err := q.Compile()
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, quad := quadratic(b, models.QuadraticSettings{DimX: 20, DimY: 200, Cond: 1e4, Seed: 1})
 	train, _, err := data.EmbeddedFashionMNIST()
 	if err != nil {
 		b.Fatal(err)

@@ -24,6 +24,20 @@ var settings = map[string]bilevel.Settings{
 	"ITD":            {Method: bilevel.ITD},
 }
 
+// quadratic returns the quadratic model of s and its compiled problem.
+func quadratic(t testing.TB, s models.QuadraticSettings) (*models.QuadraticModel, *graph.Problem) {
+	t.Helper()
+	q, err := models.Quadratic(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, p
+}
+
 // relErr returns ‖got − want‖/max(‖want‖, 1e-300).
 func relErr(got, want []float64) float64 {
 	return floats.Distance(got, want, 2) / math.Max(floats.Norm(want, 2), 1e-300)
@@ -47,14 +61,7 @@ func checkCalls(t *testing.T, p *graph.Problem, before graph.Stats, c oracle.Cal
 // ‖y − y*‖ ≤ Tol; the hypergradient error is of the same order times
 // ‖∇xy g‖·‖[∇yy g]⁻¹‖ (at most 100 here), plus CG's 1e-10.
 func TestQuadraticClosedForm(t *testing.T) {
-	q, err := models.Quadratic(models.QuadraticSettings{DimX: 3, DimY: 20, Cond: 100, Rho: 0.1, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := q.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, p := quadratic(t, models.QuadraticSettings{DimX: 3, DimY: 20, Cond: 100, Rho: 0.1, Seed: 2})
 	x := []float64{0.5, -1, 2}
 	ystar, want := q.YStar(nil, x), q.HyperGrad(nil, x)
 	lmax := 100.0 // μ·Cond
@@ -136,14 +143,7 @@ func TestRidgeClosedForm(t *testing.T) {
 // d_y = 200 to ‖∇y g‖ ≤ 1e-10 by L-BFGS, below the 1.6e-6 at which
 // gonum's value-only line searches stop (docs/design.md).
 func TestLBFGSBeyondValueRounding(t *testing.T) {
-	q, err := models.Quadratic(models.QuadraticSettings{DimX: 20, DimY: 200, Cond: 100, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := q.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := quadratic(t, models.QuadraticSettings{DimX: 20, DimY: 200, Cond: 100, Seed: 1})
 	r, err := bilevel.SolveLower(p, p.X0(nil), &bilevel.Settings{Inner: bilevel.LBFGS, Tol: 1e-10})
 	if err != nil {
 		t.Fatal(err)
@@ -184,22 +184,8 @@ func nonconvex(t *testing.T, unbounded bool) *graph.Problem {
 // or whose Hessian is not positive definite at the point found, to be a
 // *ToleranceError with the residual reached, and no hypergradient.
 func TestFailuresReported(t *testing.T) {
-	illq, err := models.Quadratic(models.QuadraticSettings{DimX: 2, DimY: 50, Cond: 1e8, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ill, err := illq.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	midq, err := models.Quadratic(models.QuadraticSettings{DimX: 2, DimY: 50, Cond: 1e3, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mid, err := midq.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ill := quadratic(t, models.QuadraticSettings{DimX: 2, DimY: 50, Cond: 1e8, Seed: 3})
+	_, mid := quadratic(t, models.QuadraticSettings{DimX: 2, DimY: 50, Cond: 1e3, Seed: 3})
 	for _, c := range []struct {
 		name      string
 		p         *graph.Problem
@@ -236,14 +222,7 @@ func TestFailuresReported(t *testing.T) {
 // TestBadInput requires every invalid argument to be an error before any
 // oracle call.
 func TestBadInput(t *testing.T) {
-	q, err := models.Quadratic(models.QuadraticSettings{DimX: 2, DimY: 3, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := q.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := quadratic(t, models.QuadraticSettings{DimX: 2, DimY: 3, Seed: 1})
 	ok := []float64{0, 0}
 	for _, c := range []struct {
 		name string
@@ -322,14 +301,7 @@ func (plainHVP) Capabilities() oracle.Capabilities { return oracle.Capabilities{
 // TestCurvature checks the Lanczos estimate against the quadratic model's
 // λmax = μ·Cond and refuses a maximum and bad input.
 func TestCurvature(t *testing.T) {
-	q, err := models.Quadratic(models.QuadraticSettings{DimX: 2, DimY: 40, Cond: 50, Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := q.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := quadratic(t, models.QuadraticSettings{DimX: 2, DimY: 40, Cond: 50, Seed: 4})
 	x, y := []float64{1, 2}, make([]float64, 40)
 	l, err := bilevel.Curvature(p, x, y)
 	if err != nil || math.Abs(l-50) > 1e-3*50 {
