@@ -17,7 +17,8 @@
 // or by ITD (unroll.Unroller through the gradient-descent iterations from
 // Settings.Y0 that reach the same tolerance, with the step 1/λ̂ from a
 // Lanczos estimate λ̂ of the largest eigenvalue of ∇yy g). SolveLower is
-// the inner solve alone.
+// the inner solve alone, and Curvature that estimate of the curvature of g,
+// for the fixed inner steps of optim's solvers.
 //
 // The problem is any oracle.Problem; a *graph.Problem, compiled from
 // gorgonia graphs, is one, and (*graph.Problem).WriteBack puts x and
