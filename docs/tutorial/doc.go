@@ -1,7 +1,8 @@
 // Package tutorial holds the code of docs/tutorial.md, which writes a new
 // bilevel model — pseudo-Huber regression with a learned penalty per
-// feature — checks its oracles, computes its hypergradient by AID and ITD,
-// and trains it with a solver.
+// feature — checks its oracles, computes its hypergradient by AID and ITD
+// in one call (bilevel.Hypergradient), writes the solution back into the
+// gorgonia nodes, and trains it with two solvers.
 //
 // The code lives in tutorial_test.go as runnable examples whose // Output:
 // comments are checked by go test, and TestTutorialInSync requires the Go

@@ -92,11 +92,11 @@ func TestTutorialInSync(t *testing.T) {
 		}
 	}
 
-	exported := map[string]map[string]bool{}
+	exported := map[string]map[string]bool{"bilevel": exportedNames(t, filepath.Join("..", ".."))}
 	for _, pkg := range []string{"optim", "graph", "implicit", "unroll"} {
 		exported[pkg] = exportedNames(t, filepath.Join("..", "..", pkg))
 	}
-	qualified := regexp.MustCompile(`\b(optim|graph|implicit|unroll)\.([A-Za-z_]\w*)`)
+	qualified := regexp.MustCompile(`\b(bilevel|optim|graph|implicit|unroll)\.([A-Za-z_]\w*)`)
 	for _, b := range mdBlocks(t, string(md), "go fragment") {
 		for _, m := range qualified.FindAllStringSubmatch(strings.Join(b, "\n"), -1) {
 			if !exported[m[1]][m[2]] {

@@ -5,18 +5,15 @@ package tutorial_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/gobilevel/bilevel"
 	"github.com/gobilevel/bilevel/graph"
-	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/optim"
-	"github.com/gobilevel/bilevel/unroll"
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -128,71 +125,67 @@ func Example_check() {
 	// graph: neither objective depends on outer variable "forgotten"
 }
 
-// compile builds and compiles the tutorial's problem.
-func compile() *graph.Problem {
+// compile builds and compiles the tutorial's problem; it also returns
+// the objective, whose nodes WriteBack fills.
+func compile() (*graph.Problem, graph.Objective) {
 	train, val, _ := makeData()
-	p, err := graph.Compile(huberObjective(train, val))
+	obj := huberObjective(train, val)
+	p, err := graph.Compile(obj)
 	if err != nil {
 		panic(err)
 	}
-	return p
-}
-
-// innerStep returns α = 1/L for gradient descent on g while every λ_j ≤
-// maxLambda: the second derivative of ρ is at most 1, so
-// ∇yy g ≼ XᵀX/n + e^maxLambda·I, and L is the largest eigenvalue of that
-// matrix.
-func innerStep(train regression, maxLambda float64) float64 {
-	X := mat.NewDense(train.N, train.D, train.X)
-	var xtx mat.SymDense
-	xtx.SymOuterK(1/float64(train.N), X.T())
-	var eig mat.EigenSym
-	eig.Factorize(&xtx, false)
-	return 1 / (eig.Values(nil)[train.D-1] + math.Exp(maxLambda))
+	return p, obj
 }
 
 func Example_hypergradient() {
-	train, _, _ := makeData()
-	p := compile()
+	p, obj := compile()
 	x := p.X0(nil) // λ = −3: every penalty weight e^λ_j is 0.05
-	alpha := innerStep(train, -3)
 
-	// AID needs y ≈ y*(λ): gradient descent on g.
-	y, gy := p.Y0(nil), make([]float64, p.DimY())
-	for range 300 {
-		p.GradG(nil, gy, x, y, nil)
-		floats.AddScaled(y, -alpha, gy)
-	}
-	aid := make([]float64, p.DimX())
-	res, err := implicit.Hypergradient(aid, p, x, y, &implicit.Settings{Solver: &implicit.CG{}})
+	// AID: w* to ‖∇w g‖ ≤ 1e-8, then CG for v.
+	aid, err := bilevel.Hypergradient(p, x, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("AID (CG, %d HVPs): ∇Φ = %.4f\n", res.HVP, aid)
+	fmt.Printf("AID: ∇Φ = %.4f\n", aid.Grad)
+	fmt.Printf("     %d Newton-CG iterations to ‖∇w g‖ ≤ 1e-8, %d CG iterations for v, %d HVPs in all\n",
+		aid.InnerIterations, aid.Linear.Iterations, aid.Calls.HVP)
 
-	// ITD differentiates through T steps of gradient descent from w = 0.
-	itd := make([]float64, p.DimX())
-	for _, T := range []int{3, 10, 30} {
-		u := unroll.Unroller{Steps: T, Alpha: alpha}
-		r, err := u.Hypergradient(itd, p, x, p.Y0(nil), nil)
+	// ITD through the gradient steps that reach each tolerance.
+	for _, tol := range []float64{1e-2, 1e-4, 1e-8} {
+		itd, err := bilevel.Hypergradient(p, x, &bilevel.Settings{Method: bilevel.ITD, Tol: tol})
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("ITD T = %2d: relative distance to AID %.0e, %d bytes of stored iterates\n",
-			T, floats.Distance(itd, aid, 2)/floats.Norm(aid, 2), r.StorageBytes)
+		fmt.Printf("ITD to ‖∇w g‖ ≤ %.0e: %3d steps of 1/%.2f, relative distance to AID %.0e\n",
+			tol, itd.InnerIterations, itd.Curvature, floats.Distance(itd.Grad, aid.Grad, 2)/floats.Norm(aid.Grad, 2))
 	}
+
+	// A budget too small for the tolerance is an error, not a number.
+	_, err = bilevel.Hypergradient(p, x, &bilevel.Settings{Method: bilevel.ITD, MaxInner: 5})
+	fmt.Println(err)
+
+	// w* goes back into the gorgonia node w, for whatever you do next
+	// with gorgonia.
+	if err := p.WriteBack(x, aid.Y); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("w = %.2f\n", obj.Inner[0].Value().Data())
 	// Output:
-	// AID (CG, 8 HVPs): ∇Φ = [0.0134 0.0049 0.0001 -0.0000 0.0000 -0.0001 -0.0001 -0.0001]
-	// ITD T =  3: relative distance to AID 2e+00, 256 bytes of stored iterates
-	// ITD T = 10: relative distance to AID 5e-03, 704 bytes of stored iterates
-	// ITD T = 30: relative distance to AID 3e-11, 1984 bytes of stored iterates
+	// AID: ∇Φ = [0.0134 0.0049 0.0001 -0.0000 0.0000 -0.0001 -0.0001 -0.0001]
+	//      6 Newton-CG iterations to ‖∇w g‖ ≤ 1e-8, 8 CG iterations for v, 17 HVPs in all
+	// ITD to ‖∇w g‖ ≤ 1e-02:   6 steps of 1/1.01, relative distance to AID 5e-02
+	// ITD to ‖∇w g‖ ≤ 1e-04:   9 steps of 1/1.01, relative distance to AID 6e-04
+	// ITD to ‖∇w g‖ ≤ 1e-08:  16 steps of 1/1.01, relative distance to AID 4e-08
+	// bilevel: the lower level stopped at ‖∇y g‖ = 0.0237 after 5 gradient descent iterations, 2.37e+06 times the tolerance 1e-08: the step limit 5 (ITD stores an iterate of y per step: raise Settings.MaxInner, or Tol)
+	// w = [1.87 -0.96 0.48 -0.00 -0.00 0.04 0.03 0.01]
 }
 
 func Example_solve() {
-	train, _, wTrue := makeData()
-	p := compile()
+	_, _, wTrue := makeData()
+	p, _ := compile()
 	// The plots and checkpoints go to out/tutorial, which stays there for
 	// you to look at.
 	dir := filepath.Join("out", "tutorial")
@@ -201,7 +194,7 @@ func Example_solve() {
 		return
 	}
 
-	// Keep λ in a box, and take an inner step that is safe in all of it.
+	// Keep λ in a box.
 	lo, hi := make([]float64, p.DimX()), make([]float64, p.DimX())
 	for i := range lo {
 		lo[i], hi[i] = -6, 2
@@ -211,7 +204,20 @@ func Example_solve() {
 		fmt.Println(err)
 		return
 	}
-	alpha := innerStep(train, 2)
+	// One inner step α for the whole run: g is most curved where the
+	// penalty e^λ is largest, at the top of the box, so α = 1/L with L
+	// estimated there, at w*.
+	top, err := bilevel.SolveLower(p, hi, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	L, err := bilevel.Curvature(p, hi, top.Y)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	alpha := 1 / L
 
 	for _, m := range []optim.Method{
 		optim.AIDBiO{Alpha: alpha, D: 20, N: 10, Outer: optim.Adam{LR: 0.1}},
@@ -262,9 +268,9 @@ func Example_solve() {
 	}
 	// Output:
 	// optim.AIDBiO: IterationLimit after 150 iterations, 1649 HVPs, 150 mixed products
-	//   validation loss 0.5099 → 0.0499, ‖w − wTrue‖ 0.937 → 0.045
-	//   λ = [-5.0 -5.0 -3.8 2.0 2.0 0.8 2.0 2.0]
+	//   validation loss 0.4142 → 0.0498, ‖w − wTrue‖ 0.832 → 0.044
+	//   λ = [-5.1 -5.1 -3.9 2.0 2.0 0.8 2.0 2.0]
 	// optim.ITDBiO: IterationLimit after 150 iterations, 5850 HVPs, 6000 mixed products
-	//   validation loss 0.0942 → 0.0493, ‖w − wTrue‖ 0.283 → 0.037
+	//   validation loss 0.0809 → 0.0493, ‖w − wTrue‖ 0.235 → 0.037
 	//   λ = [-6.0 -6.0 -4.1 2.0 2.0 0.7 2.0 2.0]
 }
