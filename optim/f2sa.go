@@ -157,3 +157,10 @@ func (m F2SA) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	st.StepX(orDefault(m.Outer), h)
 	return Iteration{HypergradNorm: norm}, nil
 }
+
+// LowerIterate returns z, F2SA's iterate of the lower-level problem alone,
+// its estimate of y*(x) (a view into st, not a copy). State.Y is y_λ, the
+// minimizer of f + λg, which the upper objective pulls towards its own
+// minimizer: to evaluate what x defines (a classifier trained on the lower
+// data, say), use z; the two meet as λ grows.
+func (F2SA) LowerIterate(st *State) []float64 { return st.Vecs[keyF2SAZ] }

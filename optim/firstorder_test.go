@@ -52,7 +52,8 @@ func (p *quadratic) penaltySolution(lambda float64) []float64 {
 // L*_λ (penaltySolution), not to x*: from x0 = 0 with T = 10, the default
 // steps (γ = 1/L = 1/2, α = γ/(2λ)) and SGD at 1/L_Φ on x, ‖x − x*_λ‖ ≤
 // 1e-12 after 300 iterations for λ = 10 (measured: 1e-8 at iteration 104,
-// final 1.1e-15), which checks Algorithm 1's update to rounding. x*_λ is
+// final 1.1e-15), with z (LowerIterate) at y*(x) and y at y_λ(x), the
+// minimizer of f + λg, to 1e-12: Algorithm 1's updates to rounding. x*_λ is
 // O(1/λ) from x*: λ‖x*_λ − x*‖ is 0.216, 0.224, 0.225 for λ = 10, 100,
 // 1000.
 func TestF2SAPenaltySolution(t *testing.T) {
@@ -66,6 +67,25 @@ func TestF2SAPenaltySolution(t *testing.T) {
 	}
 	if d := floats.Distance(res.X, xl, 2); d > 1e-12 {
 		t.Errorf("λ = 10: ‖x − x*_λ‖ = %.3g after 300 iterations, want ≤ 1e-12", d)
+	}
+	// z is y*(x) = A⁻¹Bx; y is y_λ(x) = (I + λA)⁻¹(c + λBx).
+	var ys, yl, bx mat.VecDense
+	bx.MulVec(p.b, mat.NewVecDense(3, res.X))
+	if err := ys.SolveVec(p.a, &bx); err != nil {
+		t.Fatal(err)
+	}
+	var m mat.Dense
+	m.Scale(10, p.a)
+	for i := range 5 {
+		m.Set(i, i, m.At(i, i)+1)
+	}
+	bx.ScaleVec(10, &bx)
+	bx.AddVec(&bx, mat.NewVecDense(5, p.c))
+	if err := yl.SolveVec(&m, &bx); err != nil {
+		t.Fatal(err)
+	}
+	if dz, dy := floats.Distance(F2SA{}.LowerIterate(res.State), ys.RawVector().Data, 2), floats.Distance(res.Y, yl.RawVector().Data, 2); dz > 1e-12 || dy > 1e-12 {
+		t.Errorf("‖z − y*(x)‖ = %.3g, ‖y − y_λ(x)‖ = %.3g, want ≤ 1e-12", dz, dy)
 	}
 	for _, lambda := range []float64{10, 100, 1000} {
 		if e := lambda * floats.Distance(p.penaltySolution(lambda), xs, 2); e < 0.2 || e > 0.23 {
