@@ -257,3 +257,16 @@ func TestRunSamples(t *testing.T) {
 		t.Errorf("%d checkpoints, want 5", len(tr.Points))
 	}
 }
+
+// TestLowerIterate: the model a run defines is State.Y, except for F2SA,
+// whose z (the iterate of the lower problem alone) it is.
+func TestLowerIterate(t *testing.T) {
+	st := optim.NewState([]float64{1}, []float64{2, 3}, 1)
+	st.Vecs["f2sa.z"] = []float64{4, 5}
+	if y := LowerIterate(optim.AIDBiO{}, st); &y[0] != &st.Y[0] {
+		t.Errorf("AIDBiO: LowerIterate = %v, want State.Y", y)
+	}
+	if z := LowerIterate(optim.F2SA{}, st); len(z) != 2 || z[0] != 4 || z[1] != 5 {
+		t.Errorf("F2SA: LowerIterate = %v, want z = [4 5]", z)
+	}
+}
