@@ -577,11 +577,18 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 	case 1:
 		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
 	}
-	hi := 0.0
+	lo, hi := 0.0, 0.0
 	for _, cv := range cs {
-		hi = math.Max(hi, cv.X[len(cv.X)-1])
+		lo, hi = math.Max(lo, cv.X[0]), math.Max(hi, cv.X[len(cv.X)-1])
 	}
-	grid := experiment.Grid(hi, 60)
+	// The grid starts where every curve has begun (the synthetic curves
+	// start at iteration 1, where a median over none would be undefined).
+	var grid []float64
+	for _, x := range experiment.Grid(hi, 60) {
+		if x >= lo {
+			grid = append(grid, x)
+		}
+	}
 	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
 }
 
@@ -607,14 +614,48 @@ func summarize(c config, out *outcome) {
 	key := func(s string) string {
 		return strings.NewReplacer(" ", "_", "=", "", "-", "").Replace(strings.ToLower(s))
 	}
+	// ratio puts the per-seed ratio of a figure of run a to that of run b.
+	ratio := func(k, a, b string, get func(runRow) float64) {
+		num := map[uint64]float64{}
+		for _, r := range out.Runs {
+			if r.Part == "synthetic" && r.Method == a && r.Error == "" {
+				num[r.Seed] = get(r)
+			}
+		}
+		var v []float64
+		for _, r := range out.Runs {
+			if n, ok := num[r.Seed]; ok && r.Part == "synthetic" && r.Method == b && r.Error == "" {
+				v = append(v, n/get(r))
+			}
+		}
+		if sm := experiment.Summarize(v); sm.N > 0 {
+			sm.AddResult(out.Result, k)
+		}
+	}
+	atK0 := func(r runRow) float64 { return r.AvgErrorAtK0 }
+	final := func(r runRow) float64 { return r.AvgError }
 	for _, part := range c.Parts {
 		if part == "synthetic" {
 			for _, est := range c.Estimators {
-				for _, name := range syntheticNames(c, est) {
-					put("synthetic_"+key(name)+"_avg_error", part, name, func(r runRow) float64 { return r.AvgError })
+				names := syntheticNames(c, est)
+				for i, name := range names {
+					put("synthetic_"+key(name)+"_avg_error", part, name, final)
 					put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
-					put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
+					put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, atK0)
 					put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+					// Paper 004's claims, per seed: the error after K0
+					// iterations of E-AiPOD with p, and of AiPOD, against
+					// E-AiPOD with the first p (p = 1 by default).
+					if i != 1 {
+						ratio("synthetic_ratio_"+key(name)+"_"+key(names[1])+"_at_k0", name, names[1], atK0)
+					}
+				}
+			}
+			// The exact inverse against eq. 9b, per seed, at each run's end.
+			if len(c.Estimators) == 2 {
+				eq, ex := syntheticNames(c, "eq9b"), syntheticNames(c, "exact")
+				for i := range eq {
+					ratio("synthetic_ratio_"+key(ex[i])+"_eq9b", ex[i], eq[i], final)
 				}
 			}
 			continue
