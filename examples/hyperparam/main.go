@@ -644,43 +644,40 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 	return nil
 }
 
-// summarize fills the result line with medians over seeds.
 // summarize fills the result line with medians over the seeds whose run
-// succeeded; a method whose runs all failed has no figures (its runs are
-// in the key "failed").
+// succeeded, with their 95% intervals when there are several seeds
+// (experiment.Summarize), and the per-seed figures behind the claims: how
+// much each method's refit lowers the validation loss of the fixed
+// penalties (part multinomial), and STABLE's objective error over BSA's
+// and TTSA's (part stable). A method whose runs all failed has no figures
+// (its runs are in the key "failed").
 func summarize(c config, out *outcome) {
-	r4 := func(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+	put := func(k string, v []float64) {
+		switch sm := experiment.Summarize(v); {
+		case sm.N > 1:
+			sm.AddResult(out.Result, k)
+		case sm.N == 1:
+			out.Result[k] = math.Round(sm.Median*1e4) / 1e4
+		}
+	}
 	for _, part := range c.Parts {
 		names := c.Methods
 		if part == "stable" {
 			names = c.BMethods
 		}
 		for _, name := range names {
-			var ok []runRow
-			for _, r := range out.Runs {
-				if r.Part == part && r.Method == name && r.Error == "" {
-					ok = append(ok, r)
-				}
-			}
-			if len(ok) == 0 {
-				continue
-			}
-			med := func(get func(runRow) float64) float64 {
-				v := make([]float64, len(ok))
-				for i, r := range ok {
-					v[i] = get(r)
-				}
-				return experiment.MedianFinite(v)
-			}
 			k := part + "_" + name + "_"
-			out.Result[k+"test_acc"] = r4(med(func(r runRow) float64 { return r.TestAcc }))
+			put(k+"test_acc", runFigures(out, part, name, func(r runRow) float64 { return r.TestAcc }))
 			if part == "stable" {
-				out.Result[k+"obj_error"] = med(func(r runRow) float64 { return r.ObjError })
+				put(k+"obj_error", runFigures(out, part, name, func(r runRow) float64 { return r.ObjError }))
 				continue
 			}
-			out.Result[k+"val_loss"] = r4(med(func(r runRow) float64 { return r.ValLoss }))
-			out.Result[k+"refit_val_loss"] = r4(med(func(r runRow) float64 { return r.RefitValLoss }))
-			out.Result[k+"refit_test_acc"] = r4(med(func(r runRow) float64 { return r.RefitTestAcc }))
+			put(k+"val_loss", runFigures(out, part, name, func(r runRow) float64 { return r.ValLoss }))
+			put(k+"refit_val_loss", runFigures(out, part, name, func(r runRow) float64 { return r.RefitValLoss }))
+			put(k+"refit_test_acc", runFigures(out, part, name, func(r runRow) float64 { return r.RefitTestAcc }))
+			put(k+"refit_gain", runFigures(out, part, name, func(r runRow) float64 {
+				return out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_val_loss", r.Seed)] - r.RefitValLoss
+			}))
 		}
 		if part == "multinomial" {
 			var acc, vl []float64
@@ -688,29 +685,70 @@ func summarize(c config, out *outcome) {
 				acc = append(acc, out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_test_acc", seed)])
 				vl = append(vl, out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_val_loss", seed)])
 			}
-			out.Result["multinomial_fixed_test_acc"] = r4(experiment.MedianOf(acc))
-			out.Result["multinomial_fixed_val_loss"] = r4(experiment.MedianOf(vl))
+			put("multinomial_fixed_test_acc", acc)
+			put("multinomial_fixed_val_loss", vl)
+			continue
+		}
+		// Paper 000's claim, per seed: STABLE's objective error against
+		// the baselines'.
+		stable := map[uint64]float64{}
+		for _, r := range out.Runs {
+			if r.Part == "stable" && r.Method == "stable" && r.Error == "" {
+				stable[r.Seed] = r.ObjError
+			}
+		}
+		for _, b := range []string{"bsa", "ttsa"} {
+			put("stable_ratio_stable_"+b, runFigures(out, "stable", b, func(r runRow) float64 {
+				if v, ok := stable[r.Seed]; ok {
+					return v / r.ObjError
+				}
+				return math.NaN()
+			}))
 		}
 	}
 }
 
+// runFigures returns get of the runs of method name in part that
+// succeeded.
+func runFigures(out *outcome, part, name string, get func(runRow) float64) []float64 {
+	var v []float64
+	for _, r := range out.Runs {
+		if r.Part == part && r.Method == name && r.Error == "" {
+			v = append(v, get(r))
+		}
+	}
+	return v
+}
+
+// printSummary prints, per part, each method's figures over the seeds,
+// median [95% interval], and every failed run.
 func printSummary(w io.Writer, c config, out *outcome) {
 	for _, part := range c.Parts {
-		fmt.Fprintf(w, "part %s (seed %d):\n", part, c.Seeds[0])
-		for _, r := range out.Runs {
-			if r.Part != part || r.Seed != c.Seeds[0] {
+		names := c.Methods
+		if part == "stable" {
+			names = c.BMethods
+		}
+		fmt.Fprintf(w, "part %s, over %d seed(s): median [95%% interval]\n", part, len(c.Seeds))
+		for _, name := range names {
+			for _, r := range out.Runs {
+				if r.Part == part && r.Method == name && r.Error != "" {
+					fmt.Fprintf(w, "  %-14s seed %d FAILED at iteration %d: %s\n", displayName(part, name), r.Seed, r.Iters, r.Error)
+				}
+			}
+			sum := func(get func(runRow) float64) string {
+				return experiment.Summarize(runFigures(out, part, name, get)).Format("%.4f")
+			}
+			if len(runFigures(out, part, name, func(runRow) float64 { return 0 })) == 0 {
 				continue
 			}
-			if r.Error != "" {
-				fmt.Fprintf(w, "  %-14s FAILED at iteration %d: %s\n", displayName(part, r.Method), r.Iters, r.Error)
-				continue
-			}
-			extra := fmt.Sprintf("  refit: val loss %.4f test acc %.4f", r.RefitValLoss, r.RefitTestAcc)
 			if part == "stable" {
-				extra = fmt.Sprintf("  Φ−Φ* %.3g", r.ObjError)
+				fmt.Fprintf(w, "  %-14s test acc %s  Φ−Φ* %s\n", displayName(part, name), sum(func(r runRow) float64 { return r.TestAcc }),
+					experiment.Summarize(runFigures(out, part, name, func(r runRow) float64 { return r.ObjError })).Format("%.3g"))
+				continue
 			}
-			fmt.Fprintf(w, "  %-14s val loss %.4f acc %.4f  test loss %.4f acc %.4f  %6d iterations%s\n",
-				displayName(part, r.Method), r.ValLoss, r.ValAcc, r.TestLoss, r.TestAcc, r.Iters, extra)
+			fmt.Fprintf(w, "  %-14s val loss %s  test acc %s  refit: val loss %s test acc %s\n", displayName(part, name),
+				sum(func(r runRow) float64 { return r.ValLoss }), sum(func(r runRow) float64 { return r.TestAcc }),
+				sum(func(r runRow) float64 { return r.RefitValLoss }), sum(func(r runRow) float64 { return r.RefitTestAcc }))
 		}
 	}
 }
