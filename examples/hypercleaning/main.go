@@ -542,13 +542,7 @@ func summarize(c config, names []string, out *outcome) {
 		for _, p := range c.Ps {
 			base := map[string]float64{}
 			for _, b := range []string{"corrupted", "clean-only"} {
-				var v []float64
-				for _, r := range out.Baselines {
-					if r.Dataset == ds && r.P == p && r.Baseline == b {
-						v = append(v, r.TestAcc)
-					}
-				}
-				if len(v) > 0 {
+				if v := baselineAccs(out, ds, p, b); len(v) > 0 {
 					base[b] = put(key(ds, p, strings.ReplaceAll(b, "-", "")+"_acc"), v)
 				}
 			}
@@ -585,6 +579,18 @@ func summarize(c config, names []string, out *outcome) {
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
+// baselineAccs returns the test accuracies of baseline b on data set ds
+// at corruption p, one per seed.
+func baselineAccs(out *outcome, ds string, p float64, b string) []float64 {
+	var v []float64
+	for _, r := range out.Baselines {
+		if r.Dataset == ds && r.P == p && r.Baseline == b {
+			v = append(v, r.TestAcc)
+		}
+	}
+	return v
+}
+
 // printSummary prints, per data set and p, the baselines and each method's
 // figures over the seeds: median [95% interval] of the test accuracy at the
 // end of the budget and after the refit, the median precision, recall and
@@ -594,13 +600,7 @@ func printSummary(w io.Writer, c config, names []string, out *outcome) {
 		for _, p := range c.Ps {
 			fmt.Fprintf(w, "%s, p = %g (test accuracy over %d seed(s): median [95%% interval]):\n", ds, p, len(c.Seeds))
 			for _, b := range []string{"corrupted", "clean-only"} {
-				var acc []float64
-				for _, r := range out.Baselines {
-					if r.Dataset == ds && r.P == p && r.Baseline == b {
-						acc = append(acc, r.TestAcc)
-					}
-				}
-				if len(acc) > 0 {
+				if acc := baselineAccs(out, ds, p, b); len(acc) > 0 {
 					fmt.Fprintf(w, "  baseline %-10s %s\n", b, experiment.Summarize(acc).Format("%.4f"))
 				}
 			}
