@@ -26,7 +26,8 @@ import (
 // The Neumann series is matrix-free: it applies the projector P_y = I − A⁺A
 // to Hessian-vector products, never forming V₂ or a Hessian (see
 // NeumannEstimator). Iteration cost: S GradG, 1 GradF, J HVPs for the series
-// (J = N' ~ U{0..N−1}, or N−1 for NeumannPartialSum), 1 MixedXY, plus 1 HVP
+// (J = N' ~ U{0..N−1}, N−1 for NeumannPartialSum, the CG steps for
+// ExactInverse), 1 MixedXY, plus 1 HVP
 // and one Coupling VJP when the lower set is coupled (h ≠ 0); S lower,
 // 1 upper and J+1 implicit projections (RoundsOf).
 //
@@ -55,8 +56,8 @@ type AiPOD struct {
 	N int
 	// Eta is the Neumann step c̃/ℓ_g,1 of eq. 9b; 0 means 1/L (c̃ = 1).
 	Eta float64
-	// Series selects the Neumann estimator; the zero value is the paper's
-	// NeumannRandomTerm.
+	// Series selects the Neumann estimator (or ExactInverse); the zero
+	// value is the paper's NeumannRandomTerm.
 	Series NeumannEstimator
 	// Lower is the lower-level set Y(x); nil means y is unconstrained
 	// (A = 0, h = 0).

@@ -89,6 +89,16 @@ const (
 	// products, no randomness. It makes the deterministic problem
 	// deterministic.
 	NeumannPartialSum
+	// ExactInverse is not a Neumann estimate but the limit the series
+	// estimates: the projected system P ∇yy g(φ_(1)) P v = P ∇y f solved on
+	// one batch per client by conjugate gradient, from v = 0 (which keeps
+	// the iterates in range(P)) to a relative residual of 10⁻¹⁰, at most
+	// d_y steps of one Hessian-vector product and one implicit round each.
+	// It is the exact inverse that the authors' companion code used in the
+	// synthetic experiment of §6.1, where ∇yy g = I: there one step gives
+	// v = P ∇y f, while eq. 9b with η = 1/L = 1 gives N·P ∇y f with
+	// probability 1/N and 0 otherwise (every factor P − ηP I P is 0).
+	ExactInverse
 )
 
 func (s NeumannEstimator) String() string {
@@ -97,6 +107,8 @@ func (s NeumannEstimator) String() string {
 		return "NeumannRandomTerm"
 	case NeumannPartialSum:
 		return "NeumannPartialSum"
+	case ExactInverse:
+		return "ExactInverse"
 	}
 	return fmt.Sprintf("NeumannEstimator(%d)", int(s))
 }
@@ -304,7 +316,9 @@ func (e *aipodEnv) proxSkipLower(r [][]float64, beta, p float64, s, size int) {
 //
 // (implicit.Neumann on a per-step source: each step draws a fresh batch
 // φ_(n) per client and is one implicit round), which equals
-// V₂[η N Π (I − η V₂ᵀ H_n V₂)]V₂ᵀ ∇y f because V₂V₂ᵀ = P and V₂ᵀV₂ = I.
+// V₂[η N Π (I − η V₂ᵀ H_n V₂)]V₂ᵀ ∇y f because V₂V₂ᵀ = P and V₂ᵀV₂ = I;
+// or, with ExactInverse, v solves P ∇yy g(φ_(1)) v = P ∇y f by conjugate
+// gradient on the same operator with one batch φ_(1) per client.
 // Algorithm 8 scales v_0 by c̃N/ℓ first and averages (I − ηH_m) v; scaling
 // at the end and averaging H_m v is the same linear map. The product has
 // N' factors, n = 1..N', as in eq. 9b (Lemma 11, line 892, writes
@@ -314,8 +328,8 @@ func (e *aipodEnv) proxSkipLower(r [][]float64, beta, p float64, s, size int) {
 // paper 004 writes u = −v and h_f = ∇x f + ∇xy g u − ∇h(x)ᵀA⁺ᵀ(∇yy g u +
 // ∇y f) (eq. 9b; Algorithm 8 line 13 writes w = −∇xy g v and Algorithm 6
 // then subtracts it); the products are the same. Costs 1 + J implicit
-// rounds and J HVPs per client, J = N' or N−1, and one GradF and one
-// MixedXY per client, the upper batches drawn first.
+// rounds and J HVPs per client, J = N', N−1 or the CG steps, and one GradF
+// and one MixedXY per client, the upper batches drawn first.
 func (e *aipodEnv) hypergradient(h, c []float64, eta float64, n int, series NeumannEstimator, hb, ub int) error {
 	dx, dy := e.p.DimX(), e.p.DimY()
 	fy, t := e.works("aipod.fy", dy), e.works("aipod.nt", dy)
@@ -339,6 +353,10 @@ func (e *aipodEnv) hypergradient(h, c []float64, eta float64, n int, series Neum
 			e.implicit(dst, t)
 		}
 	}
+	solve := neumannSeries(n, eta, math.Inf(1), truncate, ops)
+	if series == ExactInverse {
+		solve = func(v, b []float64) (implicit.Stats, error) { return cgOn(ops(1), dy, 1e-10)(v, b) }
+	}
 	_, err := implicit.Estimate(h, v, implicit.System{
 		Gradient: func(gx, gy []float64) {
 			for m := range e.m {
@@ -346,7 +364,7 @@ func (e *aipodEnv) hypergradient(h, c []float64, eta float64, n int, series Neum
 			}
 			e.implicit(gy, fy) // z_0 = P ∇y f
 		},
-		Solve: neumannSeries(n, eta, math.Inf(1), truncate, ops),
+		Solve: solve,
 		Cross: func(dst, v []float64) {
 			for m := range e.m {
 				e.cross(dst[m*dx:(m+1)*dx], v, fy[0], m, hb)
@@ -458,8 +476,8 @@ func aipodCheckAlpha(name string, v float64) error {
 
 // aipodCheckSeries validates a NeumannEstimator.
 func aipodCheckSeries(name string, s NeumannEstimator) error {
-	if s != NeumannRandomTerm && s != NeumannPartialSum {
-		return fmt.Errorf("%s = %d: use NeumannRandomTerm or NeumannPartialSum", name, int(s))
+	if s != NeumannRandomTerm && s != NeumannPartialSum && s != ExactInverse {
+		return fmt.Errorf("%s = %d: use NeumannRandomTerm, NeumannPartialSum or ExactInverse", name, int(s))
 	}
 	return nil
 }

@@ -38,13 +38,19 @@ const keyCurvature = "optim.curvature"
 // exhausted). Ritz values never exceed L and converge to it much faster
 // than a power iteration. The estimate is cached in st.Scalars, so it is
 // computed once per run (by Init, at (x0, y0)) and a resumed run reuses it.
-// Every method's default step sizes come from it.
+// Every method's default step sizes come from it, except those of the
+// first-order methods (F2SA, BOME), which apply the same Lanczos to
+// gradient differences (gradientCurvature).
 func curvature(p oracle.Problem, st *State) (float64, error) {
+	return curvatureOf(st, func(dst, v []float64) { p.HVP(dst, st.X, st.Y, v, nil) }, p.DimY())
+}
+
+// curvatureOf is curvature with the operator op standing for ∇yy g.
+func curvatureOf(st *State, op implicit.Operator, dim int) (float64, error) {
 	if l, ok := st.Scalars[keyCurvature]; ok {
 		return l, nil
 	}
-	op := func(dst, v []float64) { p.HVP(dst, st.X, st.Y, v, nil) }
-	l, err := implicit.LargestEigenvalue(op, p.DimY(), curvatureSteps, 1)
+	l, err := implicit.LargestEigenvalue(op, dim, curvatureSteps, 1)
 	if err != nil {
 		return 0, fmt.Errorf("estimating the curvature L of ∇yy g at (x0, y0) for the default step size: %w: set the step size explicitly", err)
 	}

@@ -40,7 +40,9 @@
 //   - paper 004 (Xiao, Shen, Yin, Chen): AiPOD, EAiPOD, E2AiPOD with
 //     equality constraints on both levels, and the federated FedEAiPOD,
 //     FedE2AiPOD with a FedNestBaseline;
-//   - baselines: SOBA, AmIGO, BSA, TTSA.
+//   - baselines: SOBA, AmIGO, BSA, TTSA, and the fully first-order F2SA
+//     (Kwon et al. 2023) and BOME (Liu et al. 2022), which need only ∇f
+//     and ∇g.
 //
 // Every AID- or ITD-based method is a composition: an inner loop on y
 // (unroll.Descend), a hypergradient estimate — implicit.Estimate, whose
@@ -48,7 +50,11 @@
 // implicit's solvers (CG, Neumann with per-step batches or randomized
 // truncation, FixedPoint, Spectral for dense estimates), or unroll's
 // reverse sweep — and an outer optimizer (SGD, Adam) on x. No method
-// writes the formula ∇x f − ∇xy g·v itself.
+// writes the formula ∇x f − ∇xy g·v itself. F2SA and BOME replace the
+// implicit term by the value-function gap g(x, y) − min_z g(x, z), whose
+// gradient in x is ∇x g at the two points (Danskin): their inner loops are
+// unroll.Descend on g (and, for F2SA, on the penalty f + λg), and their
+// default steps come from gradient differences, so they call no HVP.
 //
 // Problems are oracle.Problem values. Optional oracles are declared in
 // oracle.Capabilities: methods that need explicit matrices (STABLE, the

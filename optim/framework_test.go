@@ -32,7 +32,8 @@ func sameBits(a, b []float64) bool {
 
 // resumeCases are runs that exercise every part of the State: the random
 // stream (minibatches, shuffled epochs), optimizer memories (Adam, SGD
-// momentum), the warm-started v, and the cached default step size.
+// momentum, on x and on y), the warm-started v, a method's named vector
+// (F2SA's z), and the cached default step size.
 func resumeCases() []struct {
 	name string
 	m    Method
@@ -49,6 +50,10 @@ func resumeCases() []struct {
 			Settings{Seed: 7}},
 		{"ITD-BiO minibatch projected", ITDBiO{Alpha: 0.5, D: 4, InnerBatch: 16, UpperBatch: 16, Outer: SGD{LR: 0.2}},
 			Settings{Seed: 3, ProjectX: mustBall([]float64{0, 0, 0}, 0.3)}},
+		{"F2SA schedules minibatch shuffled Adam", F2SA{T: 3, AlphaDecay: 5. / 7, GammaDecay: 4. / 7, LambdaGrowth: 1. / 7, LowerBatch: 16, UpperBatch: 16, Outer: Adam{LR: 0.05}},
+			Settings{Seed: 5, Sampling: Shuffled}},
+		{"BOME minibatch momentum and Adam", BOME{T: 3, LowerBatch: 16, UpperBatch: 16, Outer: SGD{LR: 0.05, Momentum: 0.5}, Inner: Adam{LR: 0.05}},
+			Settings{Seed: 6}},
 	}
 }
 

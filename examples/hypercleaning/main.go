@@ -8,14 +8,19 @@
 //	min_λ CE(X_val W*, Y_val),   W* = argmin_W mean_i σ(λ_i) CE(x_iᵀW, y_i) + C_r‖W‖²,
 //
 // with C_r = 0.001. It compares stocBiO, AID-BiO (CG), ITD-BiO, NSBO-SGD,
-// SOBA, AmIGO, BSA and TTSA under one wall-time budget per run, all with
-// Adam on λ (paper 003's protocol), and two baselines: the classifier
-// trained on the corrupted data with equal weights (the bilevel methods'
-// starting point, λ = 0) and the one trained on the uncorrupted samples
-// only. It records validation loss, test loss and test accuracy against
-// time and against per-sample oracle evaluations, and the precision and
-// recall of the learned weights as a detector of corrupted labels
-// (flagged: σ(λ_i) < ½).
+// SOBA, AmIGO, BSA, TTSA and the fully first-order F2SA and BOME under one
+// budget per run, all with Adam on λ (paper 003's protocol), and two
+// baselines: the classifier trained on the corrupted data with equal
+// weights (the bilevel methods' starting point, λ = 0) and the one trained
+// on the uncorrupted samples only. It records validation loss, test loss
+// and test accuracy against time and against per-sample oracle
+// evaluations, the precision and recall of the learned weights as a
+// detector of corrupted labels (flagged: σ(λ_i) < ½), and the test
+// accuracy of the classifier retrained to convergence with the final
+// weights ("refit"). The classifier of a run is its y, except F2SA's, whose
+// y minimizes f + λg: its z, the lower-level iterate, is evaluated
+// (experiment.LowerIterate). With several -seeds the figures are medians
+// with 95% intervals (experiment.Summarize).
 //
 // -mode quick (the default) runs in under two minutes on the Fashion-MNIST
 // subset built into the toolkit; -mode full uses 20000 training, 5000
@@ -73,7 +78,7 @@ type methodInfo struct {
 }
 
 // allMethods lists the methods in display order.
-var allMethods = []string{"stocbio", "aid", "itd", "nsbo", "soba", "amigo", "bsa", "ttsa"}
+var allMethods = []string{"stocbio", "aid", "itd", "nsbo", "soba", "amigo", "bsa", "ttsa", "f2sa", "bome"}
 
 // defaultParams are each method's step sizes: lr is Adam's step on λ,
 // alpha the inner (y) step — NBO's γ, SOBA's ρ, TTSA's β scale — and eta
@@ -90,6 +95,8 @@ var defaultParams = experiment.Params{
 	"amigo":   {"lr": 1, "alpha": 0.1, "eta": 0.1},
 	"bsa":     {"lr": 0.01, "alpha": 0.003, "eta": 0.003},
 	"ttsa":    {"lr": 0.1, "alpha": 0.03, "eta": 0.03},
+	"f2sa":    {"lr": 1, "alpha": 0.3, "lambda": 0.3},
+	"bome":    {"lr": 1, "alpha": 3, "xi": 3},
 }
 
 // methods builds each method with the experiment's settings.
@@ -120,6 +127,12 @@ var methods = map[string]methodInfo{
 	}},
 	"ttsa": {"TTSA", "paper 003 App. B: batch 1; decaying two-timescale steps, Neumann N = 10", func(c config, hp func(string) float64) optim.Method {
 		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: 1, HessianBatch: 1, MixedBatch: 1, UpperBatch: 1, Outer: optim.Adam{LR: hp("lr")}}
+	}},
+	"f2sa": {"F2SA", "Kwon et al. 2023 Alg. 1 (first order): T = 10, batch 64, constant γ = alpha, λ = lambda, α = γ/(2λ)", func(c config, hp func(string) float64) optim.Method {
+		return optim.F2SA{Gamma: hp("alpha"), Lambda: hp("lambda"), T: 10, LowerBatch: 64, UpperBatch: 64, Outer: optim.Adam{LR: hp("lr")}}
+	}},
+	"bome": {"BOME", "Liu et al. 2022 Alg. 1 (first order): T = 10, η = 0.5, batch 64, SGD step xi on W", func(c config, hp func(string) float64) optim.Method {
+		return optim.BOME{Alpha: hp("alpha"), T: 10, LowerBatch: 64, UpperBatch: 64, Outer: optim.Adam{LR: hp("lr")}, Inner: optim.SGD{LR: hp("xi")}}
 	}},
 }
 
@@ -152,7 +165,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Float64Var(&c.Work, "work", 0, "(mode) per-sample oracle evaluations per run (a gradient, Hessian-vector or mixed product on b samples counts b), the budget when -budget is 0; unlike time it does not depend on the machine's load")
 	fs.IntVar(&c.Points, "points", 0, "(mode) checkpoints per run, evenly spaced in time")
 	fs.Float64Var(&c.Cr, "cr", 0.001, "C_r, the weight of C_r‖W‖² in the lower objective (paper 003: 0.001)")
-	fs.StringVar(&set, "set", "", "override step sizes, e.g. stocbio.lr=0.3,all.alpha=0.5 (lr: Adam's step on λ; alpha: inner step; eta: Neumann / linear-system step; 0 means 1/L, L the largest eigenvalue of ∇yy g at the start); defaults: "+defaultParams.Describe())
+	fs.StringVar(&set, "set", "", "override step sizes, e.g. stocbio.lr=0.3,all.alpha=0.5 (lr: Adam's step on λ; alpha: inner step; eta: Neumann / linear-system step; 0 means 1/L, L the largest eigenvalue of ∇yy g at the start; lambda: F2SA's multiplier (0: 10); xi: BOME's step on W); defaults: "+defaultParams.Describe())
 	fs.IntVar(&c.Batch, "batch", 50, "stocBiO's batch size (paper 003: 50)")
 	fs.IntVar(&c.DetBatch, "detbatch", 0, "batch size of AID-BiO and ITD-BiO; 0: the whole data set (the deterministic algorithms of paper 003)")
 	fs.BoolVar(&c.Center, "center", true, "subtract the mean training image from every image")
@@ -190,7 +203,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	ck.Int("baseline-iters", c.BaselineIters, 1, experiment.MaxIters)
 	ck.Out("out", c.Out)
 	c.Params = defaultParams.Clone()
-	ck.Add(c.Params.Set(set))
+	if err := c.Params.Set(set); err != nil {
+		ck.Add(err)
+	} else {
+		ck.Add(c.Params.Positive("xi")) // BOME's SGD step on W: no default
+	}
 	return c, ck.Err()
 }
 
@@ -209,7 +226,13 @@ type runRow struct {
 	Precision float64
 	Recall    float64
 	F1        float64
-	Error     string `json:",omitempty"`
+	// RefitTestAcc and RefitValLoss are those of the classifier retrained
+	// to convergence on the training data with the final weights σ(λ_i):
+	// the quality of the learned weights without the unfinished inner solve
+	// (and without the validation data that F2SA's y and BOME's joint step
+	// mix into W).
+	RefitTestAcc, RefitValLoss float64
+	Error                      string `json:",omitempty"`
 }
 
 // baselineRow is one baseline classifier.
@@ -404,7 +427,7 @@ func (e *setup) solve(c config, name string) (runRow, *experiment.Trace, error) 
 	m := methods[name].make(c, func(k string) float64 { return c.Params.Get(name, k) })
 	s := optim.Settings{Seed: e.seed*1000 + 7}
 	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, s, experiment.Budget{Time: c.Budget, Samples: int64(c.Work), Points: c.Points}, e.prob,
-		func(st *optim.State) map[string]float64 { return e.metrics(st.X, st.Y) })
+		func(st *optim.State) map[string]float64 { return e.metrics(st.X, experiment.LowerIterate(m, st)) })
 	if err != nil {
 		return runRow{}, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -412,17 +435,25 @@ func (e *setup) solve(c config, name string) (runRow, *experiment.Trace, error) 
 	mt := last.Metrics
 	row := runRow{Dataset: e.dataset, P: e.p, Method: name, Seed: e.seed, Iters: tr.State.Iter, Seconds: last.Seconds, Samples: last.Samples,
 		ValLoss: mt["val_loss"], TestLoss: mt["test_loss"], TestAcc: mt["test_acc"],
-		Precision: mt["precision"], Recall: mt["recall"], F1: mt["f1"]}
+		Precision: mt["precision"], Recall: mt["recall"], F1: mt["f1"], RefitTestAcc: math.NaN(), RefitValLoss: math.NaN()}
 	if tr.Err != nil {
 		row.Error = tr.Err.Error()
+	} else {
+		// Warm-started from the run's classifier, the refit takes a fraction
+		// of the baselines' iterations.
+		y := slices.Clone(experiment.LowerIterate(m, tr.State))
+		if _, err := experiment.SolveInner(e.problem, tr.State.X, y, experiment.InnerSettings{Tol: 1e-6, MaxIter: c.BaselineIters}); err == nil {
+			row.RefitValLoss, _ = experiment.Linear(e.val, y, nil, e.classes)
+			_, row.RefitTestAcc = experiment.Linear(e.test, y, nil, e.classes)
+		}
 	}
 	return row, tr, nil
 }
 
 func writeTables(path func(string) string, out *outcome) error {
-	runs := report.Table{Columns: []string{"dataset", "p", "method", "seed", "iters", "seconds", "sample_evals", "val_loss", "test_loss", "test_acc", "precision", "recall", "f1", "error"}}
+	runs := report.Table{Columns: []string{"dataset", "p", "method", "seed", "iters", "seconds", "sample_evals", "val_loss", "test_loss", "test_acc", "precision", "recall", "f1", "refit_val_loss", "refit_test_acc", "error"}}
 	for _, r := range out.Runs {
-		runs.Add(r.Dataset, r.P, r.Method, r.Seed, r.Iters, r.Seconds, r.Samples, r.ValLoss, r.TestLoss, r.TestAcc, r.Precision, r.Recall, r.F1, r.Error)
+		runs.Add(r.Dataset, r.P, r.Method, r.Seed, r.Iters, r.Seconds, r.Samples, r.ValLoss, r.TestLoss, r.TestAcc, r.Precision, r.Recall, r.F1, r.RefitValLoss, r.RefitTestAcc, r.Error)
 	}
 	if err := runs.WriteCSV(path("runs.csv")); err != nil {
 		return err
@@ -489,41 +520,46 @@ func plots(path func(string) string, c config, names []string, curves map[string
 	return nil
 }
 
-// summarize fills the result line: per data set and p, the median over
-// seeds of each method's final test accuracy, precision and recall, the
-// baselines, and the best method's gain over training on corrupted data.
+// summarize fills the result line: per data set and p, each method's
+// final test accuracy (median over seeds, and its 95% interval when there
+// are several seeds; experiment.Summarize), the refit accuracy likewise,
+// the median precision and recall, the baselines, and the best method's
+// gain over training on corrupted data.
 func summarize(c config, names []string, out *outcome) {
 	key := func(ds string, p float64, what string) string {
 		return fmt.Sprintf("%s_p%g_%s", ds, p, what)
+	}
+	put := func(k string, v []float64) float64 {
+		sm := experiment.Summarize(v)
+		if sm.N > 1 {
+			sm.AddResult(out.Result, k)
+		} else if sm.N == 1 {
+			out.Result[k] = round4(sm.Median)
+		}
+		return sm.Median
 	}
 	for _, ds := range names {
 		for _, p := range c.Ps {
 			base := map[string]float64{}
 			for _, b := range []string{"corrupted", "clean-only"} {
-				var v []float64
-				for _, r := range out.Baselines {
-					if r.Dataset == ds && r.P == p && r.Baseline == b {
-						v = append(v, r.TestAcc)
-					}
-				}
-				if len(v) > 0 {
-					base[b] = experiment.MedianOf(v)
-					out.Result[key(ds, p, strings.ReplaceAll(b, "-", "")+"_acc")] = round4(base[b])
+				if v := baselineAccs(out, ds, p, b); len(v) > 0 {
+					base[b] = put(key(ds, p, strings.ReplaceAll(b, "-", "")+"_acc"), v)
 				}
 			}
 			best, bestName := math.Inf(-1), ""
 			for _, name := range c.Methods {
-				var acc, prec, rec []float64
+				var acc, refit, prec, rec []float64
 				for _, r := range out.Runs {
 					if r.Dataset == ds && r.P == p && r.Method == name && r.Error == "" {
-						acc, prec, rec = append(acc, r.TestAcc), append(prec, r.Precision), append(rec, r.Recall)
+						acc, refit = append(acc, r.TestAcc), append(refit, r.RefitTestAcc)
+						prec, rec = append(prec, r.Precision), append(rec, r.Recall)
 					}
 				}
 				if len(acc) == 0 {
 					continue // failed: named in the key "failed"
 				}
-				a := experiment.MedianOf(acc)
-				out.Result[key(ds, p, name+"_acc")] = round4(a)
+				a := put(key(ds, p, name+"_acc"), acc)
+				put(key(ds, p, name+"_refit_acc"), refit)
 				out.Result[key(ds, p, name+"_precision")] = round4(experiment.MedianFinite(prec))
 				out.Result[key(ds, p, name+"_recall")] = round4(experiment.MedianFinite(rec))
 				if a > best {
@@ -543,23 +579,51 @@ func summarize(c config, names []string, out *outcome) {
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }
 
+// baselineAccs returns the test accuracies of baseline b on data set ds
+// at corruption p, one per seed.
+func baselineAccs(out *outcome, ds string, p float64, b string) []float64 {
+	var v []float64
+	for _, r := range out.Baselines {
+		if r.Dataset == ds && r.P == p && r.Baseline == b {
+			v = append(v, r.TestAcc)
+		}
+	}
+	return v
+}
+
+// printSummary prints, per data set and p, the baselines and each method's
+// figures over the seeds: median [95% interval] of the test accuracy at the
+// end of the budget and after the refit, the median precision, recall and
+// iterations.
 func printSummary(w io.Writer, c config, names []string, out *outcome) {
 	for _, ds := range names {
 		for _, p := range c.Ps {
-			fmt.Fprintf(w, "%s, p = %g (test accuracy, median over %d seed(s)):\n", ds, p, len(c.Seeds))
-			for _, b := range out.Baselines {
-				if b.Dataset == ds && b.P == p && b.Seed == c.Seeds[0] {
-					fmt.Fprintf(w, "  baseline %-10s %.4f  (%d samples kept, %d labels corrupted)\n", b.Baseline, b.TestAcc, b.Kept, b.Corrupted)
+			fmt.Fprintf(w, "%s, p = %g (test accuracy over %d seed(s): median [95%% interval]):\n", ds, p, len(c.Seeds))
+			for _, b := range []string{"corrupted", "clean-only"} {
+				if acc := baselineAccs(out, ds, p, b); len(acc) > 0 {
+					fmt.Fprintf(w, "  baseline %-10s %s\n", b, experiment.Summarize(acc).Format("%.4f"))
 				}
 			}
-			for _, r := range out.Runs {
-				switch {
-				case r.Dataset != ds || r.P != p || r.Seed != c.Seeds[0]:
-				case r.Error != "":
-					fmt.Fprintf(w, "  %-9s FAILED at iteration %d: %s\n", methods[r.Method].name, r.Iters, r.Error)
-				default:
-					fmt.Fprintf(w, "  %-9s acc %.4f  test loss %.4f  precision %.3f recall %.3f  %6d iterations\n",
-						methods[r.Method].name, r.TestAcc, r.TestLoss, r.Precision, r.Recall, r.Iters)
+			for _, name := range c.Methods {
+				var acc, refit, prec, rec, its []float64
+				var fails []string
+				for _, r := range out.Runs {
+					switch {
+					case r.Dataset != ds || r.P != p || r.Method != name:
+					case r.Error != "":
+						fails = append(fails, fmt.Sprintf("seed %d at iteration %d: %s", r.Seed, r.Iters, r.Error))
+					default:
+						acc, refit = append(acc, r.TestAcc), append(refit, r.RefitTestAcc)
+						prec, rec, its = append(prec, r.Precision), append(rec, r.Recall), append(its, float64(r.Iters))
+					}
+				}
+				if len(acc) > 0 {
+					fmt.Fprintf(w, "  %-9s acc %s  refit %s  precision %.3f recall %.3f  %6.0f iterations\n", methods[name].name,
+						experiment.Summarize(acc).Format("%.4f"), experiment.Summarize(refit).Format("%.4f"),
+						experiment.MedianFinite(prec), experiment.MedianFinite(rec), experiment.MedianOf(its))
+				}
+				for _, f := range fails {
+					fmt.Fprintf(w, "  %-9s FAILED, %s\n", methods[name].name, f)
 				}
 			}
 		}

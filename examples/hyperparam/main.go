@@ -13,8 +13,9 @@
 //
 // solved by stocBiO with batch sizes 100 to 2000 (η = 0.5, Q = 10), AID-BiO
 // with conjugate gradient (AID-CG) and ITD-BiO (reverse), all with 10 inner
-// steps, 10 CG steps and SGD on λ as in the paper, and by the matrix-free
-// form of STABLE, BSA and TTSA. The dense STABLE of paper 000 needs the
+// steps, 10 CG steps and SGD on λ as in the paper, by the matrix-free
+// form of STABLE, BSA and TTSA, and by the fully first-order F2SA and BOME
+// (whose classifier is evaluated as experiment.LowerIterate says). The dense STABLE of paper 000 needs the
 // 7840×7840 Hessian and its eigendecomposition at every step, out of reach
 // here; optim.STABLEMatrixFree is the labelled approximation.
 //
@@ -82,7 +83,7 @@ type methodInfo struct {
 	make        func(c config, hp func(string) float64, n int) optim.Method // n bounds the batch sizes
 }
 
-var multinomialMethods = []string{"stocbio100", "stocbio500", "stocbio1000", "stocbio2000", "aid", "itd", "stablemf", "bsa", "ttsa"}
+var multinomialMethods = []string{"stocbio100", "stocbio500", "stocbio1000", "stocbio2000", "aid", "itd", "stablemf", "bsa", "ttsa", "f2sa", "bome"}
 var stableMethods = []string{"stable", "bsa", "ttsa"}
 
 func stocbio(b int) methodInfo {
@@ -118,6 +119,14 @@ var methods = map[string]methodInfo{
 		b := min(100, n)
 		return optim.TTSA{Beta: hp("alpha"), Eta: hp("eta"), N: 10, InnerBatch: b, HessianBatch: b, MixedBatch: b, UpperBatch: b, Outer: optim.SGD{LR: hp("lr")}}
 	}},
+	"f2sa": {"F2SA", "Kwon et al. 2023 Alg. 1 (first order): T = 10, batch 100, constant γ = alpha, λ = lambda, α = γ/(2λ), SGD on λ", func(c config, hp func(string) float64, n int) optim.Method {
+		b := min(100, n)
+		return optim.F2SA{Gamma: hp("alpha"), Lambda: hp("lambda"), T: 10, LowerBatch: b, UpperBatch: b, Outer: optim.SGD{LR: hp("lr")}}
+	}},
+	"bome": {"BOME", "Liu et al. 2022 Alg. 1 (first order): T = 10, η = 0.5, batch 100, SGD on λ, SGD step xi on W", func(c config, hp func(string) float64, n int) optim.Method {
+		b := min(100, n)
+		return optim.BOME{Alpha: hp("alpha"), T: 10, LowerBatch: b, UpperBatch: b, Outer: optim.SGD{LR: hp("lr")}, Inner: optim.SGD{LR: hp("xi")}}
+	}},
 }
 
 // bmethods are those of part "stable", all on single samples.
@@ -151,6 +160,8 @@ var defaultParams = experiment.Params{
 	"stablemf":    {"lr": 10, "alpha": 1},
 	"bsa":         {"lr": 100, "alpha": 1, "eta": 0.5},
 	"ttsa":        {"lr": 1000, "alpha": 1, "eta": 0.5},
+	"f2sa":        {"lr": 100, "alpha": 1, "lambda": 3},
+	"bome":        {"lr": 1000, "alpha": 1, "xi": 0.3},
 	"b.stable":    {"lr": 0.5, "alpha": 0.1, "mu": 1},
 	"b.bsa":       {"lr": 1, "alpha": 0.05, "eta": 0.05},
 	"b.ttsa":      {"lr": 1, "alpha": 0.5, "eta": 0.5},
@@ -192,7 +203,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.RefIters, "ref-iters", 0, "(mode) stable: iterations of projected gradient descent with exact hypergradients that compute the reference Φ*")
 	fs.StringVar(&seeds, "seeds", "", "(mode) comma-separated seeds: each draws its own split, starting point (part stable) and minibatches")
 	fs.IntVar(&c.Points, "points", 0, "(mode) checkpoints per run")
-	fs.StringVar(&set, "set", "", "override step sizes, e.g. aid.lr=10,b.stable.alpha=0.5 (lr: outer step; alpha: inner step; eta: Neumann step); defaults: "+defaultParams.Describe())
+	fs.StringVar(&set, "set", "", "override step sizes, e.g. aid.lr=10,b.stable.alpha=0.5 (lr: outer step; alpha: inner step; eta: Neumann step; lambda: F2SA's multiplier (0: 10); xi: BOME's step on W); defaults: "+defaultParams.Describe())
 	fs.StringVar(&c.Out, "out", "out/hyperparam", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	experiment.Usage(fs, "hyperparam", "Per-feature regularization of logistic regression (papers 003 and 000) on Fashion-MNIST.", modes, func(w io.Writer) {
@@ -239,6 +250,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		ck.Add(err)
 	} else {
 		ck.Add(c.Params.Positive("lr")) // SGD's step, STABLE's α: no default
+		ck.Add(c.Params.Positive("xi")) // BOME's SGD step on W: no default
 	}
 	return c, ck.Err()
 }
@@ -515,16 +527,16 @@ func (e *setup) reference(c config, out *outcome) (string, error) {
 	return fmt.Sprintf("Φ(x0) = %.5f, Φ* = %.5f", phi0, phi), nil
 }
 
-// metrics evaluates a state.
-func (e *setup) metrics(st *optim.State) map[string]float64 {
+// metrics evaluates a state whose classifier is y (experiment.LowerIterate).
+func (e *setup) metrics(st *optim.State, y []float64) map[string]float64 {
 	m := map[string]float64{}
 	if e.part == "multinomial" {
-		m["val_loss"], m["val_acc"] = experiment.Linear(e.val, st.Y, nil, e.classes)
-		m["test_loss"], m["test_acc"] = experiment.Linear(e.test, st.Y, nil, e.classes)
+		m["val_loss"], m["val_acc"] = experiment.Linear(e.val, y, nil, e.classes)
+		m["test_loss"], m["test_acc"] = experiment.Linear(e.test, y, nil, e.classes)
 		return m
 	}
-	m["val_loss"], m["val_acc"] = e.binaryEval(st.Y, e.val)
-	m["test_loss"], m["test_acc"] = e.binaryEval(st.Y, e.test)
+	m["val_loss"], m["val_acc"] = e.binaryEval(y, e.val)
+	m["test_loss"], m["test_acc"] = e.binaryEval(y, e.test)
 	phi, _, err := e.value.At(st.X)
 	if err != nil {
 		phi = math.NaN()
@@ -546,7 +558,8 @@ func (e *setup) solve(c config, name string) (*experiment.Trace, error) {
 		b = experiment.Budget{Drawn: int64(c.BDrawn), Points: c.Points}
 	}
 	s := optim.Settings{Seed: e.seed*1000 + 11, ProjectX: e.proj}
-	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, s, b, e.prob, e.metrics)
+	tr, err := experiment.Run(e.prob, e.x0, e.y0, m, s, b, e.prob,
+		func(st *optim.State) map[string]float64 { return e.metrics(st, experiment.LowerIterate(m, st)) })
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", e.part, name, err)
 	}
@@ -631,43 +644,40 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 	return nil
 }
 
-// summarize fills the result line with medians over seeds.
 // summarize fills the result line with medians over the seeds whose run
-// succeeded; a method whose runs all failed has no figures (its runs are
-// in the key "failed").
+// succeeded, with their 95% intervals when there are several seeds
+// (experiment.Summarize), and the per-seed figures behind the claims: how
+// much each method's refit lowers the validation loss of the fixed
+// penalties (part multinomial), and STABLE's objective error over BSA's
+// and TTSA's (part stable). A method whose runs all failed has no figures
+// (its runs are in the key "failed").
 func summarize(c config, out *outcome) {
-	r4 := func(v float64) float64 { return math.Round(v*1e4) / 1e4 }
+	put := func(k string, v []float64) {
+		switch sm := experiment.Summarize(v); {
+		case sm.N > 1:
+			sm.AddResult(out.Result, k)
+		case sm.N == 1:
+			out.Result[k] = math.Round(sm.Median*1e4) / 1e4
+		}
+	}
 	for _, part := range c.Parts {
 		names := c.Methods
 		if part == "stable" {
 			names = c.BMethods
 		}
 		for _, name := range names {
-			var ok []runRow
-			for _, r := range out.Runs {
-				if r.Part == part && r.Method == name && r.Error == "" {
-					ok = append(ok, r)
-				}
-			}
-			if len(ok) == 0 {
-				continue
-			}
-			med := func(get func(runRow) float64) float64 {
-				v := make([]float64, len(ok))
-				for i, r := range ok {
-					v[i] = get(r)
-				}
-				return experiment.MedianFinite(v)
-			}
 			k := part + "_" + name + "_"
-			out.Result[k+"test_acc"] = r4(med(func(r runRow) float64 { return r.TestAcc }))
+			put(k+"test_acc", runFigures(out, part, name, func(r runRow) float64 { return r.TestAcc }))
 			if part == "stable" {
-				out.Result[k+"obj_error"] = med(func(r runRow) float64 { return r.ObjError })
+				put(k+"obj_error", runFigures(out, part, name, func(r runRow) float64 { return r.ObjError }))
 				continue
 			}
-			out.Result[k+"val_loss"] = r4(med(func(r runRow) float64 { return r.ValLoss }))
-			out.Result[k+"refit_val_loss"] = r4(med(func(r runRow) float64 { return r.RefitValLoss }))
-			out.Result[k+"refit_test_acc"] = r4(med(func(r runRow) float64 { return r.RefitTestAcc }))
+			put(k+"val_loss", runFigures(out, part, name, func(r runRow) float64 { return r.ValLoss }))
+			put(k+"refit_val_loss", runFigures(out, part, name, func(r runRow) float64 { return r.RefitValLoss }))
+			put(k+"refit_test_acc", runFigures(out, part, name, func(r runRow) float64 { return r.RefitTestAcc }))
+			put(k+"refit_gain", runFigures(out, part, name, func(r runRow) float64 {
+				return out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_val_loss", r.Seed)] - r.RefitValLoss
+			}))
 		}
 		if part == "multinomial" {
 			var acc, vl []float64
@@ -675,29 +685,70 @@ func summarize(c config, out *outcome) {
 				acc = append(acc, out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_test_acc", seed)])
 				vl = append(vl, out.Reference[fmt.Sprintf("multinomial_fixed_seed%d_val_loss", seed)])
 			}
-			out.Result["multinomial_fixed_test_acc"] = r4(experiment.MedianOf(acc))
-			out.Result["multinomial_fixed_val_loss"] = r4(experiment.MedianOf(vl))
+			put("multinomial_fixed_test_acc", acc)
+			put("multinomial_fixed_val_loss", vl)
+			continue
+		}
+		// Paper 000's claim, per seed: STABLE's objective error against
+		// the baselines'.
+		stable := map[uint64]float64{}
+		for _, r := range out.Runs {
+			if r.Part == "stable" && r.Method == "stable" && r.Error == "" {
+				stable[r.Seed] = r.ObjError
+			}
+		}
+		for _, b := range []string{"bsa", "ttsa"} {
+			put("stable_ratio_stable_"+b, runFigures(out, "stable", b, func(r runRow) float64 {
+				if v, ok := stable[r.Seed]; ok {
+					return v / r.ObjError
+				}
+				return math.NaN()
+			}))
 		}
 	}
 }
 
+// runFigures returns get of the runs of method name in part that
+// succeeded.
+func runFigures(out *outcome, part, name string, get func(runRow) float64) []float64 {
+	var v []float64
+	for _, r := range out.Runs {
+		if r.Part == part && r.Method == name && r.Error == "" {
+			v = append(v, get(r))
+		}
+	}
+	return v
+}
+
+// printSummary prints, per part, each method's figures over the seeds,
+// median [95% interval], and every failed run.
 func printSummary(w io.Writer, c config, out *outcome) {
 	for _, part := range c.Parts {
-		fmt.Fprintf(w, "part %s (seed %d):\n", part, c.Seeds[0])
-		for _, r := range out.Runs {
-			if r.Part != part || r.Seed != c.Seeds[0] {
+		names := c.Methods
+		if part == "stable" {
+			names = c.BMethods
+		}
+		fmt.Fprintf(w, "part %s, over %d seed(s): median [95%% interval]\n", part, len(c.Seeds))
+		for _, name := range names {
+			for _, r := range out.Runs {
+				if r.Part == part && r.Method == name && r.Error != "" {
+					fmt.Fprintf(w, "  %-14s seed %d FAILED at iteration %d: %s\n", displayName(part, name), r.Seed, r.Iters, r.Error)
+				}
+			}
+			sum := func(get func(runRow) float64) string {
+				return experiment.Summarize(runFigures(out, part, name, get)).Format("%.4f")
+			}
+			if len(runFigures(out, part, name, func(runRow) float64 { return 0 })) == 0 {
 				continue
 			}
-			if r.Error != "" {
-				fmt.Fprintf(w, "  %-14s FAILED at iteration %d: %s\n", displayName(part, r.Method), r.Iters, r.Error)
-				continue
-			}
-			extra := fmt.Sprintf("  refit: val loss %.4f test acc %.4f", r.RefitValLoss, r.RefitTestAcc)
 			if part == "stable" {
-				extra = fmt.Sprintf("  Φ−Φ* %.3g", r.ObjError)
+				fmt.Fprintf(w, "  %-14s test acc %s  Φ−Φ* %s\n", displayName(part, name), sum(func(r runRow) float64 { return r.TestAcc }),
+					experiment.Summarize(runFigures(out, part, name, func(r runRow) float64 { return r.ObjError })).Format("%.3g"))
+				continue
 			}
-			fmt.Fprintf(w, "  %-14s val loss %.4f acc %.4f  test loss %.4f acc %.4f  %6d iterations%s\n",
-				displayName(part, r.Method), r.ValLoss, r.ValAcc, r.TestLoss, r.TestAcc, r.Iters, extra)
+			fmt.Fprintf(w, "  %-14s val loss %s  test acc %s  refit: val loss %s test acc %s\n", displayName(part, name),
+				sum(func(r runRow) float64 { return r.ValLoss }), sum(func(r runRow) float64 { return r.TestAcc }),
+				sum(func(r runRow) float64 { return r.RefitValLoss }), sum(func(r runRow) float64 { return r.RefitTestAcc }))
 		}
 	}
 }

@@ -74,6 +74,8 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"-set", "b.stable.beta=1"}, Want: "-set"},
 		{Args: []string{"-set", "aid.lr=NaN"}, Want: "-set"},
 		{Args: []string{"-set", "aid.lr=0"}, Want: "-set aid.lr=0"},
+		{Args: []string{"-set", "bome.xi=0"}, Want: "-set bome.xi=0"},
+		{Args: []string{"-set", "f2sa.lambda=NaN"}, Want: "-set"},
 		{Args: []string{"-bmethods", "aid"}, Want: "-bmethods"},
 		{Args: []string{"-methods", "aid,aid"}, Want: "-methods"},
 		{Args: []string{"-pool", "3"}, Want: "-pool"},

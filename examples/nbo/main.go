@@ -258,14 +258,23 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		}
 	}
 	summarize(c, out)
-	for _, r := range out.Runs {
-		switch {
-		case r.Seed != c.Seeds[0]:
-		case r.Error != "":
-			fmt.Fprintf(stdout, "r'=%-4g %-22s FAILED at iteration %d: %s\n", r.R, methods[r.Method].name, r.Iters, r.Error)
-		default:
-			fmt.Fprintf(stdout, "r'=%-4g %-22s Φ−Φ* %.3e (relative %.2e) after %d iterations, %.2fs, %d oracle calls; 1e-3 relative reached at iteration %d\n",
-				r.R, methods[r.Method].name, r.Subopt, r.RelSubopt, r.Iters, r.Seconds, r.Oracles, r.ItersTo3)
+	for _, r := range c.Rs {
+		fmt.Fprintf(stdout, "r'=%g, relative suboptimality after the run over %d seed(s): median [95%% interval]\n", r, len(c.Seeds))
+		for _, name := range c.Methods {
+			var rel, secs, orc []float64
+			for _, row := range out.Runs {
+				switch {
+				case row.R != r || row.Method != name:
+				case row.Error != "":
+					fmt.Fprintf(stdout, "  %-22s seed %d FAILED at iteration %d: %s\n", methods[name].name, row.Seed, row.Iters, row.Error)
+				default:
+					rel, secs, orc = append(rel, row.RelSubopt), append(secs, row.Seconds), append(orc, float64(row.Oracles))
+				}
+			}
+			if len(rel) > 0 {
+				fmt.Fprintf(stdout, "  %-22s %s  %.0f oracle calls, %.2fs\n", methods[name].name, experiment.Summarize(rel).Format("%.3g"),
+					experiment.MedianOf(orc), experiment.MedianOf(secs))
+			}
 		}
 	}
 	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
@@ -369,20 +378,42 @@ func (e *setup) finish(name string, tr *experiment.Trace) runRow {
 }
 
 func summarize(c config, out *outcome) {
+	put := func(k string, v []float64) {
+		switch sm := experiment.Summarize(v); {
+		case sm.N > 1:
+			sm.AddResult(out.Result, k)
+		case sm.N == 1:
+			out.Result[k] = sm.Median
+		}
+	}
 	for _, r := range c.Rs {
+		rel := map[string]map[uint64]float64{} // method → seed → relative suboptimality
 		for _, name := range c.Methods {
 			var sub, it []float64
+			rel[name] = map[uint64]float64{}
 			for _, row := range out.Runs {
 				if row.R == r && row.Method == name && row.Error == "" {
 					sub = append(sub, row.RelSubopt)
 					it = append(it, float64(row.ItersTo3))
+					rel[name][row.Seed] = row.RelSubopt
 				}
 			}
 			if len(sub) == 0 {
 				continue // every run failed: in the key "failed"
 			}
-			out.Result[fmt.Sprintf("r%g_%s_rel_subopt", r, name)] = experiment.MedianOf(sub)
+			put(fmt.Sprintf("r%g_%s_rel_subopt", r, name), sub)
 			out.Result[fmt.Sprintf("r%g_%s_iters_to_1e-3", r, name)] = experiment.MedianOf(it)
+		}
+		// The claims of paper 002, per seed: NBO-GD (T = 1) against AmIGO
+		// (Q = 10), and AmIGO (Q = 1) against NBO-GD (T = 1).
+		for _, q := range [][2]string{{"nbo1", "amigo10"}, {"amigo1", "nbo1"}} {
+			var ratio []float64
+			for seed, a := range rel[q[0]] {
+				if b, ok := rel[q[1]][seed]; ok {
+					ratio = append(ratio, a/b)
+				}
+			}
+			put(fmt.Sprintf("r%g_ratio_%s_%s", r, q[0], q[1]), ratio)
 		}
 	}
 }

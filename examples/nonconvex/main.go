@@ -74,10 +74,11 @@ var names = map[string]string{
 // method builds a method with step size lr on both levels and stochastic
 // batches of b. MSGBiO and VR-MSGBiO move x by η_t γ w_t and y by η_t λ v_t
 // with η_t = k/(m+t)^p; with optim's defaults (k = 1 and the smallest m
-// of Theorems 3 and 4: 100 and 1000) η_1 is about 0.1, so γ = λ = lr/η_1
-// makes their first step lr, as for the other methods, after which it
-// decays as the theorems prescribe. (Paper 001 does not say which of γ, λ,
-// η its "basic learning rate" is.)
+// of Theorems 3 and 4: m = (c1 k)² = 100 with c1 = 10, and
+// m = (c1 k)³ = (10 + 2/3)³ ≈ 1214 with c1 = 2/(3k³) + 10) η_1 is about
+// 0.1, so γ = λ = lr/η_1 makes their first step lr, as for the other
+// methods, after which it decays as the theorems prescribe. (Paper 001 does
+// not say which of γ, λ, η its "basic learning rate" is.)
 func method(name string, lr float64, b int) optim.Method {
 	switch name {
 	case "mgbio":
@@ -86,7 +87,7 @@ func method(name string, lr float64, b int) optim.Method {
 		s := lr * math.Sqrt(100+1)
 		return optim.MSGBiO{Gamma: s, Lambda: s, Mu: mgMu, LowerBatch: b, UpperBatch: b}
 	case "vrmsgbio":
-		s := lr * math.Cbrt(1000+1)
+		s := lr * math.Cbrt(math.Pow(10+2.0/3, 3)+1)
 		return optim.VRMSGBiO{Gamma: s, Lambda: s, Mu: mgMu, LowerBatch: b, UpperBatch: b}
 	case "aid":
 		return optim.AIDBiO{Alpha: lr, D: 10, N: 10, Outer: optim.SGD{LR: lr}}
@@ -202,7 +203,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		return nil, err
 	}
 	out := &outcome{Result: map[string]any{}}
-	traces := report.Table{Columns: []string{"problem", "d", "method", "seed", "iter", "time_s", "oracle_calls", "dense", "grad_norm", "rel_err", "loss"}}
+	traces := report.Table{Columns: []string{"problem", "d", "method", "seed", "iter", "time_s", "oracle_calls", "dense", "sample_evals", "grad_norm", "rel_err", "loss"}}
 	total := 0
 	for _, p := range c.Problems {
 		k := 1
@@ -233,9 +234,12 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				if prob == "sensing" {
 					iters, lr = c.SIters, c.SRate
 				}
+				// Counting prices a dense matrix as the products it stands for,
+				// so that the MGBiO family and the HVP methods share an axis.
+				cp := experiment.NewCounting(p)
 				for _, name := range c.Methods {
-					tr, err := experiment.Run(p, x0, y0, method(name, lr, c.Batch), optim.Settings{Seed: seed*100 + 3},
-						experiment.Budget{Iters: iters, Points: c.Points, LogIters: true, Cap: c.Cap}, nil, eval)
+					tr, err := experiment.Run(cp, x0, y0, method(name, lr, c.Batch), optim.Settings{Seed: seed*100 + 3},
+						experiment.Budget{Iters: iters, Points: c.Points, LogIters: true, Cap: c.Cap}, cp, eval)
 					if err != nil {
 						return nil, fmt.Errorf("%s d=%d %s: %w", prob, d, name, err)
 					}
@@ -261,7 +265,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 					out.Runs = append(out.Runs, row)
 					for _, pt := range tr.Points {
 						m := pt.Metrics
-						traces.Add(prob, d, name, seed, pt.Iter, pt.Seconds, pt.Oracles, pt.Calls.Dense, m["grad_norm"], m["rel_err"], m["loss"])
+						traces.Add(prob, d, name, seed, pt.Iter, pt.Seconds, pt.Oracles, pt.Calls.Dense, pt.Samples, m["grad_norm"], m["rel_err"], m["loss"])
 					}
 					bar.Step(fmt.Sprintf("%s d=%d seed %d %s: %s", prob, d, seed, name, tr.Describe()))
 				}
@@ -282,20 +286,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		return nil, err
 	}
 	summarize(c, out)
-	for _, r := range out.Runs {
-		if r.Seed != c.Seeds[0] {
-			continue
-		}
-		switch {
-		case r.Error != "":
-			fmt.Fprintf(stdout, "%s d=%d %-10s FAILED at iteration %d: %s\n", r.Problem, r.D, names[r.Method], r.Iters, r.Error)
-		case r.Problem == "pl":
-			fmt.Fprintf(stdout, "pl d=%d %-10s ‖∇Φ‖ %.3e after %d iterations, %.2fs\n", r.D, names[r.Method], r.GradNorm, r.Iters, r.Seconds)
-		default:
-			fmt.Fprintf(stdout, "sensing d=%d %-10s relative error %.3e (best %.3e), loss %.3e after %d iterations, %.2fs\n",
-				r.D, names[r.Method], r.RelErr, r.BestRelErr, r.Loss, r.Iters, r.Seconds)
-		}
-	}
+	printSummary(stdout, c, out)
 	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
 	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "result": out.Result}); err != nil {
@@ -353,7 +344,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 		}
 		for _, d := range dims {
 			for _, m := range metrics {
-				for _, axis := range []experiment.Axis{experiment.Iters, experiment.Seconds} {
+				for _, axis := range []experiment.Axis{experiment.Iters, experiment.Seconds, experiment.Samples} {
 					var series []report.Series
 					for _, name := range c.Methods {
 						series = append(series, experiment.MedianSeries(names[name], all[fmt.Sprintf("%s|%d|%s", prob, d, name)], axis, m.key))
@@ -362,7 +353,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 					if prob == "sensing" {
 						title = fmt.Sprintf("matrix sensing, d = %d, r = %d", d, c.Rank)
 					}
-					an := map[experiment.Axis]string{experiment.Iters: "iters", experiment.Seconds: "time"}[axis]
+					an := map[experiment.Axis]string{experiment.Iters: "iters", experiment.Seconds: "time", experiment.Samples: "samples"}[axis]
 					pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: m.label, Series: series}
 					if err := pl.Save(path(fmt.Sprintf("%s_d%d_%s_vs_%s.png", prob, d, m.key, an))); err != nil {
 						return err
@@ -374,35 +365,74 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 	return nil
 }
 
+// finals returns, for each problem instance (problem and d) and method,
+// the final figures of the runs that succeeded (‖∇Φ‖ for pl, the relative
+// error for sensing), and the failures.
+func finals(out *outcome, prob string, d int, name string) (vals, secs []float64, fails []runRow) {
+	for _, r := range out.Runs {
+		switch {
+		case r.Problem != prob || r.D != d || r.Method != name:
+		case r.Error != "":
+			fails = append(fails, r)
+		case prob == "pl":
+			vals, secs = append(vals, r.GradNorm), append(secs, r.Seconds)
+		default:
+			vals, secs = append(vals, r.RelErr), append(secs, r.Seconds)
+		}
+	}
+	return vals, secs, fails
+}
+
+// dimsOf returns the dimensions run for a problem.
+func dimsOf(c config, prob string) []int {
+	if prob == "sensing" {
+		return c.Dims
+	}
+	return []int{c.PLDim}
+}
+
 // summarize fills the result line with medians over the seeds whose run
-// succeeded; a method whose runs all failed has no figure (its runs are in
-// the key "failed").
+// succeeded, and their 95% intervals when there are several seeds
+// (experiment.Summarize); a method whose runs all failed has no figure
+// (its runs are in the key "failed").
 func summarize(c config, out *outcome) {
 	for _, prob := range c.Problems {
-		dims := []int{c.PLDim}
-		if prob == "sensing" {
-			dims = c.Dims
-		}
-		for _, d := range dims {
+		for _, d := range dimsOf(c, prob) {
 			for _, name := range c.Methods {
-				var v []float64
-				for _, r := range out.Runs {
-					if r.Problem == prob && r.D == d && r.Method == name && r.Error == "" {
-						val := r.RelErr
-						if prob == "pl" {
-							val = r.GradNorm
-						}
-						v = append(v, val)
-					}
-				}
-				if len(v) == 0 {
-					continue
-				}
+				v, _, _ := finals(out, prob, d, name)
 				key := fmt.Sprintf("sensing_d%d_%s_rel_err", d, name)
 				if prob == "pl" {
 					key = fmt.Sprintf("pl_%s_grad_norm", name)
 				}
-				out.Result[key] = experiment.MedianFinite(v)
+				switch sm := experiment.Summarize(v); {
+				case sm.N > 1:
+					sm.AddResult(out.Result, key)
+				case sm.N == 1:
+					out.Result[key] = sm.Median
+				}
+			}
+		}
+	}
+}
+
+// printSummary prints each method's final figure over the seeds, median
+// [95% interval], with its median solver time, and every failed run.
+func printSummary(w io.Writer, c config, out *outcome) {
+	for _, prob := range c.Problems {
+		for _, d := range dimsOf(c, prob) {
+			what := "‖∇Φ‖"
+			if prob == "sensing" {
+				what = "relative error"
+			}
+			fmt.Fprintf(w, "%s d=%d, %s after the run, over %d seed(s): median [95%% interval]\n", prob, d, what, len(c.Seeds))
+			for _, name := range c.Methods {
+				v, secs, fails := finals(out, prob, d, name)
+				if len(v) > 0 {
+					fmt.Fprintf(w, "  %-10s %s  (%.2fs)\n", names[name], experiment.Summarize(v).Format("%.3g"), experiment.MedianOf(secs))
+				}
+				for _, r := range fails {
+					fmt.Fprintf(w, "  %-10s seed %d FAILED at iteration %d: %s\n", names[name], r.Seed, r.Iters, r.Error)
+				}
 			}
 		}
 	}

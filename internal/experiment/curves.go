@@ -118,12 +118,17 @@ func CurveOf(t *Trace, axis Axis, metric string) Curve {
 }
 
 // MedianSeries is the median over the traces (seeds) of metric against
-// axis, on a grid of 60 points up to the longest trace; one trace is
-// returned as it is. Runs that stopped early are named in the series'
-// note (FailureNote).
+// axis: the median of the starting points, then the median on a grid of 60
+// points up to the longest trace, from where every trace has passed its
+// first checkpoint after the start (before it a trace would contribute
+// its stale starting value, which for a method with costly iterations,
+// such as a full-batch AID, drew a plateau at the start value that is no
+// run's progress); one trace is returned as it is. Runs that stopped early
+// are named in the series' note (FailureNote).
 func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report.Series {
 	var cs []Curve
-	hi := 0.0
+	hi, begun := 0.0, 0.0
+	var starts []float64
 	for _, t := range traces {
 		c := CurveOf(t, axis, metric)
 		if len(c.X) == 0 {
@@ -131,6 +136,10 @@ func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report
 		}
 		cs = append(cs, c)
 		hi = math.Max(hi, c.X[len(c.X)-1])
+		starts = append(starts, c.Y[0])
+		if len(c.X) > 1 {
+			begun = math.Max(begun, c.X[1])
+		}
 	}
 	s := report.Series{Name: name, Note: FailureNote(traces)}
 	switch len(cs) {
@@ -138,8 +147,14 @@ func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report
 	case 1:
 		s.X, s.Y = cs[0].X, cs[0].Y
 	default:
-		s.X = Grid(hi, 60)
-		s.Y = Median(cs, s.X)
+		s.X, s.Y = []float64{cs[0].X[0]}, []float64{MedianOf(starts)}
+		var grid []float64
+		for _, x := range Grid(hi, 60) {
+			if x >= begun && x > s.X[0] {
+				grid = append(grid, x)
+			}
+		}
+		s.X, s.Y = append(s.X, grid...), append(s.Y, Median(cs, grid)...)
 	}
 	return s
 }

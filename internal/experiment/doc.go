@@ -6,8 +6,9 @@
 // recording figures at checkpoints (Run), counting per-sample oracle
 // evaluations (Counting), solving a lower-level problem to tolerance
 // (SolveInner) for baselines and exact value functions, evaluating linear
-// classifiers, aggregating runs over seeds and reporting the runs that
-// failed (Failed, FailureNote), and checking every flag before any work
+// classifiers, aggregating runs over seeds (medians of curves, and
+// Summarize: a median with a distribution-free 95% interval) and reporting
+// the runs that failed (Failed, FailureNote), and checking every flag before any work
 // (Check, whose messages name the flag and what to give; Main, which exits
 // with status 1 when a value is refused).
 //

@@ -152,6 +152,29 @@ func TestCurves(t *testing.T) {
 	}
 }
 
+// TestMedianSeries: the median of several traces starts at the median of
+// their starting points and resumes where every trace has passed its
+// first checkpoint, so that a trace whose first iteration is long does not
+// hold the median at its starting value.
+func TestMedianSeries(t *testing.T) {
+	trace := func(iters []int, vals []float64) *Trace {
+		tr := &Trace{}
+		for i, it := range iters {
+			tr.Points = append(tr.Points, Point{Iter: it, Metrics: map[string]float64{"acc": vals[i]}})
+		}
+		return tr
+	}
+	s := MedianSeries("m", []*Trace{trace([]int{0, 10, 20}, []float64{0.1, 0.7, 0.8}), trace([]int{0, 30, 40}, []float64{0.1, 0.75, 0.85})}, Iters, "acc")
+	if s.X[0] != 0 || s.Y[0] != 0.1 || len(s.X) < 2 {
+		t.Fatalf("series %v %v: want the start (0, 0.1) first", s.X, s.Y)
+	}
+	for i := 1; i < len(s.X); i++ {
+		if s.X[i] < 30 || s.Y[i] < 0.75 {
+			t.Errorf("point %d = (%v, %v): want x ≥ 30 (both traces begun) and no stale start value", i, s.X[i], s.Y[i])
+		}
+	}
+}
+
 func TestParamsAndFlags(t *testing.T) {
 	p := Params{"a": {"lr": 1, "eta": 2}, "b": {"lr": 3}}
 	if err := p.Set("all.lr=5,a.eta=0.5"); err != nil {
@@ -255,5 +278,18 @@ func TestRunSamples(t *testing.T) {
 	}
 	if len(tr.Points) != 5 {
 		t.Errorf("%d checkpoints, want 5", len(tr.Points))
+	}
+}
+
+// TestLowerIterate: the model a run defines is State.Y, except for F2SA,
+// whose z (the iterate of the lower problem alone) it is.
+func TestLowerIterate(t *testing.T) {
+	st := optim.NewState([]float64{1}, []float64{2, 3}, 1)
+	st.Vecs["f2sa.z"] = []float64{4, 5}
+	if y := LowerIterate(optim.AIDBiO{}, st); &y[0] != &st.Y[0] {
+		t.Errorf("AIDBiO: LowerIterate = %v, want State.Y", y)
+	}
+	if z := LowerIterate(optim.F2SA{}, st); len(z) != 2 || z[0] != 4 || z[1] != 5 {
+		t.Errorf("F2SA: LowerIterate = %v, want z = [4 5]", z)
 	}
 }

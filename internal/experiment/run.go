@@ -307,3 +307,14 @@ func (t *Trace) Describe() string {
 	}
 	return fmt.Sprintf("%d iterations in %.1fs", t.State.Iter, t.State.Elapsed.Seconds())
 }
+
+// LowerIterate returns a run's estimate of the lower-level solution y*(x),
+// the model to evaluate: State.Y, except for F2SA, whose y minimizes
+// f + λg and so is partly fit to the upper data; its z estimates y*(x)
+// (optim.F2SA.LowerIterate).
+func LowerIterate(m optim.Method, st *optim.State) []float64 {
+	if f, ok := m.(optim.F2SA); ok {
+		return f.LowerIterate(st)
+	}
+	return st.Y
+}
