@@ -106,7 +106,7 @@ func BenchmarkHeadSweep(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				fx := fixedOracles{h.head.FixX(feats, nil, nil)}
-				if _, err := w.metaGradient(dx, nil, fx, y0, m, false, 50, 0.1); err != nil {
+				if _, err := w.metaGradient(dx, nil, fx, y0, m == AID, false, 50, 0.1); err != nil {
 					b.Fatal(err)
 				}
 			}
