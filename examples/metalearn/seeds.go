@@ -73,11 +73,12 @@ type seedStats struct {
 	// Seeds are the seeds the method ran to the end with, Acc its final
 	// meta-test accuracy with each and Drop the largest fall of its
 	// meta-test curve below the best point before it (none for the
-	// baselines, which have no curve). Failed are the seeds it failed
-	// with.
+	// baselines, which have no curve), CPU its median CPU time per
+	// meta-iteration. Failed are the seeds it failed with.
 	Seeds  []uint64
 	Acc    []float64
 	Drop   []float64
+	CPU    []float64
 	Failed []uint64
 }
 
@@ -110,6 +111,9 @@ func collectSeeds(runs []seedRun) []*seedStats {
 				}
 				if len(curve) > 0 {
 					s.Drop = append(s.Drop, largestDrop(curve))
+				}
+				if res.CPUPerIter > 0 {
+					s.CPU = append(s.CPU, res.CPUPerIter)
 				}
 			}
 		}
@@ -164,23 +168,26 @@ func medianCI(v []float64) medianInterval {
 // the seeds of the meta-test curves.
 func writeSeeds(path func(string) string, c config, runs []seedRun, stats []*seedStats) error {
 	st := report.Table{Columns: []string{"setting", "method", "seeds", "failed", "median", "lo", "hi", "coverage", "mean",
-		"min", "max", "drop_median", "drop_max", "values"}}
+		"min", "max", "drop_median", "drop_max", "cpu_per_iter_median", "values"}}
 	for _, s := range stats {
 		if len(s.Acc) == 0 {
-			st.Add(s.Setting, s.Method, 0, len(s.Failed), "", "", "", "", "", "", "", "", "", "")
+			st.Add(s.Setting, s.Method, 0, len(s.Failed), "", "", "", "", "", "", "", "", "", "", "")
 			continue
 		}
 		m := medianCI(s.Acc)
-		dropMed, dropMax := "", ""
+		dropMed, dropMax, cpu := "", "", ""
 		if len(s.Drop) > 0 {
 			dropMed, dropMax = fmt.Sprint(experiment.MedianOf(slices.Clone(s.Drop))), fmt.Sprint(slices.Max(s.Drop))
+		}
+		if len(s.CPU) > 0 {
+			cpu = fmt.Sprint(experiment.MedianOf(slices.Clone(s.CPU)))
 		}
 		vals := make([]string, len(s.Acc))
 		for i, a := range s.Acc {
 			vals[i] = fmt.Sprintf("%d:%.4f", s.Seeds[i], a)
 		}
 		st.Add(s.Setting, s.Method, len(s.Acc), len(s.Failed), m.Median, m.Lo, m.Hi, m.Coverage, mean(s.Acc),
-			slices.Min(s.Acc), slices.Max(s.Acc), dropMed, dropMax, strings.Join(vals, " "))
+			slices.Min(s.Acc), slices.Max(s.Acc), dropMed, dropMax, cpu, strings.Join(vals, " "))
 	}
 	pt := report.Table{Columns: []string{"setting", "a", "b", "seeds", "median_diff", "lo", "hi", "coverage", "a_wins", "b_wins"}}
 	for i, a := range stats {
