@@ -121,7 +121,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: class split, initial backbone, tasks, minibatches")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: run the whole experiment once per seed (in -out/seed-N, each as with -seed N) and write the median over the seeds with its 95% interval (seeds.csv, pairs.csv, seeds_test_accuracy_*.png); empty: the one -seed")
 	fs.StringVar(&c.Out, "out", "out/metalearn", "folder for CSV, JSON, PNG output and checkpoints")
-	fs.StringVar(&methods, "methods", "itd,aid,aid-inc,anil", "meta-learning methods, comma-separated: itd (ITD-BiO), aid (AID-BiO, constant D), aid-inc (AID-BiO, D_k = ⌈c(k+1)^{1/4}⌉), anil, maml (MAML: the whole network adapted, second order), fomaml (first-order MAML); the random and pre-trained baselines run too unless -baselines=false")
+	fs.StringVar(&methods, "methods", "itd,aid,aid-inc,anil,maml,fomaml", "meta-learning methods, comma-separated: itd (ITD-BiO), aid (AID-BiO, constant D), aid-inc (AID-BiO, D_k = ⌈c(k+1)^{1/4}⌉), anil, maml (MAML: the whole network adapted, second order), fomaml (first-order MAML); the random and pre-trained baselines run too unless -baselines=false")
 	fs.StringVar(&shots, "shots", "1", "(mode) shots K per class, comma-separated: one experiment each (full: 1,5)")
 	fs.IntVar(&c.Ways, "ways", 5, "classes N per task")
 	fs.IntVar(&c.Queries, "queries", 5, "(mode) query images per class, in training and evaluation (full: 15)")
