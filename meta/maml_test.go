@@ -20,15 +20,9 @@ func mamlPoint(t *testing.T, seed uint64) (*data.Task, *graph.Problem, []float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := models.CNNInit(models.Data{X: task.SupportX, N: len(task.SupportY), D: task.D, Labels: task.SupportY},
-		models.Data{X: task.QueryX, N: len(task.QueryY), D: task.D, Labels: task.QueryY}, task.Ways, tiny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := compileOn(t, task, tiny, func(sup, q models.Data, ways int, s models.CNNSettings) (compiler, error) {
+		return models.CNNInit(sup, q, ways, s)
+	})
 	rng := rand.New(rand.NewPCG(seed, 9))
 	theta := p.X0(nil)
 	for i := range theta {

@@ -61,7 +61,21 @@ func toyTasks(t testing.TB, ways, shots, queries int, seed uint64) *Tasks {
 // taskProblem compiles models.CNN on the task.
 func taskProblem(t *testing.T, task *data.Task, s models.CNNSettings) *graph.Problem {
 	t.Helper()
-	m, err := models.CNN(models.Data{X: task.SupportX, N: len(task.SupportY), D: task.D, Labels: task.SupportY},
+	return compileOn(t, task, s, func(sup, q models.Data, ways int, s models.CNNSettings) (compiler, error) {
+		return models.CNN(sup, q, ways, s)
+	})
+}
+
+// compiler is a model of a task.
+type compiler interface {
+	Compile() (*graph.Problem, error)
+}
+
+// compileOn builds a model on the task's support and query sets and
+// compiles it.
+func compileOn(t *testing.T, task *data.Task, s models.CNNSettings, build func(support, query models.Data, ways int, s models.CNNSettings) (compiler, error)) *graph.Problem {
+	t.Helper()
+	m, err := build(models.Data{X: task.SupportX, N: len(task.SupportY), D: task.D, Labels: task.SupportY},
 		models.Data{X: task.QueryX, N: len(task.QueryY), D: task.D, Labels: task.QueryY}, task.Ways, s)
 	if err != nil {
 		t.Fatal(err)

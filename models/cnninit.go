@@ -30,15 +30,9 @@ import (
 // backbone, then W and b), with CNN's initial values; δ has the same
 // layout and starts at 0.
 type CNNInitModel struct {
-	Model
-	// Backbone holds the backbone part of θ_0.
-	Backbone
-	// W and B (nil with NoBias) are the head part of θ_0.
-	W, B *G.Node
-	// Support, SupportY, Query and QueryY are CNN's data nodes.
-	Support, SupportY, Query, QueryY *G.Node
-	// Features and Ways are CNN's.
-	Features, Ways int
+	// CNNModel holds CNN's graph and nodes: its Backbone, W and B are here
+	// θ_0 (outer), and its Objective is the problem above.
+	CNNModel
 }
 
 // CNNInit returns the MAML problem of ways-way tasks with the given support
@@ -48,8 +42,7 @@ func CNNInit(support, query Data, ways int, s CNNSettings) (*CNNInitModel, error
 	if err != nil {
 		return nil, err
 	}
-	m := &CNNInitModel{Backbone: c.Backbone, W: c.W, B: c.B, Support: c.Support, SupportY: c.SupportY, Query: c.Query,
-		QueryY: c.QueryY, Features: c.Features, Ways: ways}
+	m := &CNNInitModel{CNNModel: *c}
 	err = building("CNN initialization", func() {
 		g := c.Graph
 		outer := append(append([]*G.Node{}, c.Objective.Outer...), c.Objective.Inner...)
@@ -73,7 +66,6 @@ func CNNInit(support, query Data, ways int, s CNNSettings) (*CNNInitModel, error
 			b = adapted[3*len(c.Conv)+1]
 		}
 		lower, upper := headObjectives(net.embed(c.Support), c.SupportY, net.embed(c.Query), c.QueryY, w, b, 0)
-		m.Graph = g
 		m.Objective = graph.Objective{Upper: upper, Lower: lower, Outer: outer, Inner: inner,
 			LowerData: c.Objective.LowerData, UpperData: c.Objective.UpperData}
 	})
