@@ -65,6 +65,10 @@ func BenchmarkIteration(b *testing.B) {
 		{"aid/16f/1s5q", Settings{Gradient: AID, Steps: 10}, 16, 1, 5},
 		{"aid-direct/16f/1s5q", Settings{Gradient: AID, Steps: 10, Backprop: Direct}, 16, 1, 5},
 		{"anil/16f/1s5q", Settings{Gradient: ANIL, Steps: 5}, 16, 1, 5},
+		{"maml/16f/1s5q", Settings{Gradient: MAML, Steps: 3, Alpha: 0.5}, 16, 1, 5},
+		{"fomaml/16f/1s5q", Settings{Gradient: MAML, Steps: 3, Alpha: 0.5, FirstOrder: true}, 16, 1, 5},
+		{"maml/16f/5s5q", Settings{Gradient: MAML, Steps: 3, Alpha: 0.5}, 16, 5, 5},
+		{"itd/16f/5s5q", Settings{Gradient: ITD, Steps: 10}, 16, 5, 5},
 		{"itd-T50/16f/1s5q", Settings{Gradient: ITD, Steps: 50}, 16, 1, 5},
 		{"aid-D50/16f/1s5q", Settings{Gradient: AID, Steps: 50}, 16, 1, 5},
 		{"itd/32f/1s15q", Settings{Gradient: ITD, Steps: 10}, 32, 1, 15},
@@ -106,7 +110,7 @@ func BenchmarkHeadSweep(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				fx := fixedOracles{h.head.FixX(feats, nil, nil)}
-				if _, err := w.metaGradient(dx, nil, fx, y0, m, false, 50, 0.1); err != nil {
+				if _, err := w.metaGradient(dx, nil, fx, y0, m == AID, false, 50, 0.1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,8 +1,8 @@
 // Package meta trains a shared embedding for few-shot classification as a
 // bilevel problem, with the meta-gradients of paper 003 (Ji, Yang, Liang
 // 2021, §5 and App. A): ITD-BiO, AID-BiO with constant or increasing inner
-// steps, and the ANIL baseline, plus the training and evaluation loops
-// around them.
+// steps, and the ANIL and MAML baselines (MAML also first-order, FOMAML),
+// plus the training and evaluation loops around them.
 //
 // Each task i has a support set S_i and a query set Q_i of N-way K-shot
 // classification. The outer variable φ is the backbone of models.CNN, the
@@ -27,13 +27,24 @@
 //     cross-entropy alone (λ = 0) from w_0, and the meta-gradient flows
 //     through the steps. Full ANIL (the default) is the ITD sweep above,
 //     whose last adjoint a_0 is the gradient for w_0; first-order ANIL
-//     (Settings.FirstOrder) takes ∇φ f and ∇w f at y_T.
+//     (Settings.FirstOrder) takes ∇φ f and ∇w f at y_T;
+//   - MAML (Finn et al. 2017) learns the initialization θ_0 = (φ, w_0) of
+//     the whole network and adapts all of it: T steps
+//     θ_{t+1} = θ_t − α∇L_S(θ_t) on the support cross-entropy, and the
+//     meta-gradient d L_Q(θ_T)/dθ_0 through the steps, second order in
+//     the whole CNN. Its problem is models.CNNInit: x = θ_0, y = δ, the
+//     network evaluated at θ_0 + δ, so that the inner loop runs δ from 0
+//     and ∇xy g = ∇yy g. The meta-gradient is then the sweep's first
+//     adjoint a_0 (Backward's dy0), and the sweep, which sees an empty
+//     outer point, computes no mixed products: T HVPs through the whole
+//     network instead of T HVPs and T equal mixed products. FOMAML
+//     (Settings.FirstOrder) takes ∇L_Q(θ_T).
 //
 // Settings.Gradient selects the meta-gradient. The package writes none of
 // these formulas itself: the sweep is unroll.Unroller (its Backward returns
-// a_0 for ANIL), AID's estimate is implicit.Estimate with implicit.CG, and
-// the inner loops are unroll.Descend, all on the task's oracles at a fixed
-// outer point (graph.FixedX).
+// a_0 for ANIL and MAML), AID's estimate is implicit.Estimate with
+// implicit.CG, and the inner loops are unroll.Descend, all on the task's
+// oracles at a fixed outer point (graph.FixedX).
 //
 // The second-order products involve only the head, but ∇φ∇w g·v and ∇φ f
 // back-propagate through the whole CNN. Two computations are offered
@@ -47,13 +58,18 @@
 // meta-gradient to rounding (see the tests); Features runs the backbone
 // once forward and once backward per set whatever T, as reverse-mode
 // frameworks do by accumulating the features' adjoint, while Direct pays
-// one backward pass per inner step for ITD and ANIL.
+// one backward pass per inner step for ITD and ANIL. MAML has no fixed
+// features — its inner steps change the backbone — and always
+// differentiates through the whole CNN: per task, T forward and backward
+// passes of the support set, T HVPs through the network, one forward and
+// backward pass of the query set.
 //
 // Batch normalization is in training mode on each image set (support,
-// query), at meta-training and at meta-test time alike. Evaluation fits
-// each test task's head by the method's own inner loop (T steps from 0,
-// or from w_0 for ANIL) and reports the query accuracy, averaged over
-// tasks, with a 95% confidence interval 1.96·sd/√n.
+// query), at meta-training and at meta-test time alike. Evaluation adapts
+// to each test task by the method's own inner loop (a head by T steps from
+// 0, or from w_0 for ANIL; the whole network from θ_0 for MAML) and
+// reports the query accuracy, averaged over tasks, with a 95% confidence
+// interval 1.96·sd/√n.
 //
 // Pretrainer trains the backbone by plain classification of the rotated
 // meta-train classes, the reference baseline with a head fit per test

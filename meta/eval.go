@@ -3,6 +3,7 @@ package meta
 import (
 	"fmt"
 
+	"github.com/gobilevel/bilevel/data"
 	"github.com/gobilevel/bilevel/models"
 )
 
@@ -44,12 +45,15 @@ func (e *Evaluator) Evaluate(phi []float64, src *Tasks, first, n int) (Accuracy,
 	if e.ws == nil {
 		e.ws = newWorkers(e.Workers, e.CNN, e.Ways)
 	}
-	return evaluate(e.ws, feats, e.Ways, e.CNN.NoBias, phi, nil, steps, alpha, src, first, n)
+	return evaluate(e.ws, e.Ways, src, first, n, func(w *worker, t *data.Task) (float64, float64, error) {
+		return fitHead(w, t, feats, e.Ways, e.CNN.NoBias, phi, nil, steps, alpha)
+	})
 }
 
-// evaluate fits and scores heads on tasks first, …, first+n−1 of src, in
-// parallel on the workers, from head0 (nil: zero).
-func evaluate(ws []*worker, features, ways int, noBias bool, phi, head0 []float64, steps int, alpha float64, src *Tasks, first, n int) (Accuracy, error) {
+// evaluate adapts to tasks first, …, first+n−1 of src and scores the
+// adapted models on their query sets, in parallel on the workers: adapt
+// returns a task's query accuracy and loss.
+func evaluate(ws []*worker, ways int, src *Tasks, first, n int, adapt func(w *worker, t *data.Task) (acc, loss float64, err error)) (Accuracy, error) {
 	if n < 1 {
 		return Accuracy{}, fmt.Errorf("meta: evaluation on %d tasks", n)
 	}
@@ -62,38 +66,48 @@ func evaluate(ws []*worker, features, ways int, noBias bool, phi, head0 []float6
 		if err != nil {
 			return err
 		}
-		tp, err := w.problems(len(t.SupportY), len(t.QueryY), false)
-		if err != nil {
-			return err
-		}
-		if len(phi) != tp.ps.p.DimX() {
-			return fmt.Errorf("meta: backbone of %d values; the model has %d", len(phi), tp.ps.p.DimX())
-		}
-		nsF := tp.ns * features
-		if err := tp.ps.features(tp.feats[:nsF], phi, t.SupportX); err != nil {
-			return err
-		}
-		if err := tp.pq.features(tp.feats[nsF:], phi, t.QueryX); err != nil {
-			return err
-		}
-		if err := tp.setLabels(t.SupportY, t.QueryY); err != nil {
-			return err
-		}
-		y0 := head0
-		if y0 == nil {
-			w.dy0 = grow(w.dy0, tp.head.DimY())
-			clear(w.dy0)
-			y0 = w.dy0
-		}
-		y, err := w.descend(fixedOracles{tp.head.FixX(tp.feats, nil, nil)}, y0, steps, alpha)
-		if err != nil {
+		if acc[i], loss[i], err = adapt(w, t); err != nil {
 			return fmt.Errorf("meta: evaluation task %d: %w", first+i, err)
 		}
-		acc[i], loss[i] = scoreHead(tp.feats[nsF:], t.QueryY, y, features, ways, noBias)
 		return nil
 	})
 	if err != nil {
 		return Accuracy{}, err
 	}
 	return summarize(acc, loss), nil
+}
+
+// fitHead fits a head on the task's support features by steps steps of
+// size alpha from head0 (nil: zero) with the backbone phi, and returns its
+// query accuracy and loss.
+func fitHead(w *worker, t *data.Task, features, ways int, noBias bool, phi, head0 []float64, steps int, alpha float64) (acc, loss float64, err error) {
+	tp, err := w.problems(len(t.SupportY), len(t.QueryY), needHead)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(phi) != tp.ps.p.DimX() {
+		return 0, 0, fmt.Errorf("meta: backbone of %d values; the model has %d", len(phi), tp.ps.p.DimX())
+	}
+	nsF := tp.ns * features
+	if err := tp.ps.features(tp.feats[:nsF], phi, t.SupportX); err != nil {
+		return 0, 0, err
+	}
+	if err := tp.pq.features(tp.feats[nsF:], phi, t.QueryX); err != nil {
+		return 0, 0, err
+	}
+	if err := tp.setLabels(t.SupportY, t.QueryY); err != nil {
+		return 0, 0, err
+	}
+	y0 := head0
+	if y0 == nil {
+		w.dy0 = grow(w.dy0, tp.head.DimY())
+		clear(w.dy0)
+		y0 = w.dy0
+	}
+	y, err := w.descend(fixedOracles{tp.head.FixX(tp.feats, nil, nil)}, y0, steps, alpha)
+	if err != nil {
+		return 0, 0, err
+	}
+	acc, loss = scoreHead(tp.feats[nsF:], t.QueryY, y, features, ways, noBias)
+	return acc, loss, nil
 }

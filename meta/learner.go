@@ -22,9 +22,15 @@ const (
 	ITD  Gradient = iota // ITD-BiO: the reverse sweep through the T inner steps
 	AID                  // AID-BiO: CG on the head's Hessian at y_D, one mixed product
 	ANIL                 // ANIL: learned head initialization, inner loss without penalty
+	MAML                 // MAML: learned initialization of the whole network, adapted by the inner steps
 )
 
-var gradientNames = []string{"itd", "aid", "anil"}
+var gradientNames = []string{"itd", "aid", "anil", "maml"}
+
+// learnsInit reports whether the method learns an initialization of the
+// adapted parameters (the head for ANIL, the whole network for MAML) as
+// well as φ.
+func (g Gradient) learnsInit() bool { return g == ANIL || g == MAML }
 
 func (g Gradient) String() string {
 	if g >= 0 && int(g) < len(gradientNames) {
@@ -33,14 +39,15 @@ func (g Gradient) String() string {
 	return fmt.Sprintf("Gradient(%d)", int(g))
 }
 
-// ParseGradient returns the meta-gradient named s (itd, aid or anil).
+// ParseGradient returns the meta-gradient named s (itd, aid, anil or
+// maml).
 func ParseGradient(s string) (Gradient, error) {
 	for i, n := range gradientNames {
 		if strings.EqualFold(s, n) {
 			return Gradient(i), nil
 		}
 	}
-	return 0, fmt.Errorf("meta: unknown meta-gradient %q (want itd, aid or anil)", s)
+	return 0, fmt.Errorf("meta: unknown meta-gradient %q (want itd, aid, anil or maml)", s)
 }
 
 // Backprop selects how derivatives through the backbone are computed; see
@@ -61,8 +68,9 @@ const (
 type Settings struct {
 	// Gradient is the meta-gradient (default ITD).
 	Gradient Gradient
-	// Steps is the number of inner gradient steps: T for ITD and ANIL, D
-	// for AID (default 10; ANIL 5, the paper's setting).
+	// Steps is the number of inner gradient steps: T for ITD, ANIL and
+	// MAML, D for AID (default 10; ANIL 5 and MAML 3, the settings of
+	// paper 003, App. A).
 	Steps int
 	// Growth, when positive, makes AID's inner steps increase with the
 	// meta-iteration k as D_k = ⌈Growth·(k+1)^{1/4}⌉ (AID-BiO-increasing);
@@ -73,7 +81,8 @@ type Settings struct {
 	// CGSteps is AID's number N of CG steps (default 10); CG stops earlier
 	// once its relative residual falls below 1e-10.
 	CGSteps int
-	// FirstOrder makes ANIL first-order (default: full, through the steps).
+	// FirstOrder makes ANIL or MAML first-order (default: full, through
+	// the steps); first-order MAML is FOMAML.
 	FirstOrder bool
 	// TaskBatch is the number of tasks per meta-iteration (default 4).
 	TaskBatch int
@@ -83,7 +92,8 @@ type Settings struct {
 	// GOMAXPROCS); each worker compiles its own problems.
 	Workers int
 	// Backprop selects the computation through the backbone (default
-	// Features).
+	// Features). MAML ignores it: its inner steps change the backbone, so
+	// every derivative runs through the whole network.
 	Backprop Backprop
 	// EvalSteps is the number of inner steps used to fit a head at
 	// evaluation (default: the training steps of the current iteration).
@@ -92,9 +102,9 @@ type Settings struct {
 
 func (s Settings) withDefaults() (Settings, error) {
 	if s.Steps == 0 {
-		s.Steps = 10
-		if s.Gradient == ANIL {
-			s.Steps = 5
+		s.Steps = map[Gradient]int{ANIL: 5, MAML: 3}[s.Gradient]
+		if s.Steps == 0 {
+			s.Steps = 10
 		}
 	}
 	if s.Alpha == 0 {
@@ -107,7 +117,7 @@ func (s Settings) withDefaults() (Settings, error) {
 		s.TaskBatch = 4
 	}
 	switch {
-	case s.Gradient < ITD || s.Gradient > ANIL:
+	case s.Gradient < ITD || s.Gradient > MAML:
 		return s, fmt.Errorf("meta: unknown Gradient %d", int(s.Gradient))
 	case s.Steps < 0:
 		return s, fmt.Errorf("meta: Steps = %d; want ≥ 0 inner steps", s.Steps)
@@ -119,8 +129,8 @@ func (s Settings) withDefaults() (Settings, error) {
 		return s, fmt.Errorf("meta: Alpha = %v; want a finite inner step size > 0", s.Alpha)
 	case s.CGSteps < 1:
 		return s, fmt.Errorf("meta: CGSteps = %d; want at least one", s.CGSteps)
-	case s.FirstOrder && s.Gradient != ANIL:
-		return s, fmt.Errorf("meta: FirstOrder is for ANIL")
+	case s.FirstOrder && !s.Gradient.learnsInit():
+		return s, fmt.Errorf("meta: FirstOrder is for ANIL and MAML")
 	case s.TaskBatch < 1:
 		return s, fmt.Errorf("meta: TaskBatch = %d; want at least one task", s.TaskBatch)
 	case s.Backprop != Features && s.Backprop != Direct:
@@ -170,8 +180,9 @@ func (s Snapshot) clone() Snapshot {
 
 // Learner meta-trains the backbone of models.CNN on ways-way tasks with a
 // fixed number of support and query images. Its parameters are φ (the
-// outer vector of models.CNN) followed, for ANIL, by the head
-// initialization w_0 (models.CNN's inner layout).
+// outer vector of models.CNN) followed, for ANIL and MAML, by the head
+// initialization w_0 (models.CNN's inner layout): for MAML, the two are
+// θ_0, the initialization of the whole network (models.CNNInit's x).
 type Learner struct {
 	s          Settings
 	cnn        models.CNNSettings
@@ -197,14 +208,14 @@ type StepStats struct {
 }
 
 // NewLearner returns a learner at the initial backbone of cnn (and, for
-// ANIL, w_0 = 0). ANIL's inner loss is the support cross-entropy alone:
-// cnn.Lambda is replaced by λ = 0 for it.
+// ANIL and MAML, w_0 = 0). The inner loss of ANIL and MAML is the support
+// cross-entropy alone: cnn.Lambda is replaced by λ = 0 for them.
 func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) {
 	s, err := s.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if s.Gradient == ANIL {
+	if s.Gradient.learnsInit() {
 		cnn.Lambda = -1
 	}
 	feats, err := models.CNNFeatures(cnn)
@@ -223,7 +234,7 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 		l.dimY += ways
 	}
 	n := l.dimX
-	if s.Gradient == ANIL {
+	if s.Gradient.learnsInit() {
 		n += l.dimY
 	}
 	l.st.Params = make([]float64, n)
@@ -238,8 +249,8 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 // Settings returns the settings with the defaults filled in.
 func (l *Learner) Settings() Settings { return l.s }
 
-// DimX returns the length of φ; Params has DimX values, then, for ANIL, as
-// many more as a head (W, then b) has: its initialization.
+// DimX returns the length of φ; Params has DimX values, then, for ANIL and
+// MAML, as many more as a head (W, then b) has: its initialization.
 func (l *Learner) DimX() int { return l.dimX }
 
 // Snapshot returns a copy of the learner's state.
@@ -265,9 +276,10 @@ func (l *Learner) Restore(st Snapshot) error {
 // Backbone returns φ; it aliases the learner's parameters.
 func (l *Learner) Backbone() []float64 { return l.st.Params[:l.dimX] }
 
-// head0 returns ANIL's w_0, or nil (zero) for the other methods.
+// head0 returns the w_0 of ANIL and MAML, or nil (zero) for the other
+// methods.
 func (l *Learner) head0() []float64 {
-	if l.s.Gradient == ANIL {
+	if l.s.Gradient.learnsInit() {
 		return l.st.Params[l.dimX:]
 	}
 	return nil
@@ -374,8 +386,15 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	if err := l.checkTask(t); err != nil {
 		return 0, 0, err
 	}
+	if l.s.Gradient == MAML {
+		return l.adaptWhole(w, t, steps, grad)
+	}
 	direct := l.s.Backprop == Direct
-	tp, err := w.problems(len(t.SupportY), len(t.QueryY), direct)
+	need := needHead
+	if direct {
+		need = needCNN
+	}
+	tp, err := w.problems(len(t.SupportY), len(t.QueryY), need)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -394,15 +413,8 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	var dx []float64
 	if direct {
 		cm := tp.cm
-		tp.ys = models.OneHot(tp.ys, t.SupportY, l.ways)
-		tp.yq = models.OneHot(tp.yq, t.QueryY, l.ways)
-		for _, d := range []struct {
-			n *G.Node
-			v []float64
-		}{{cm.Support, t.SupportX}, {cm.SupportY, tp.ys}, {cm.Query, t.QueryX}, {cm.QueryY, tp.yq}} {
-			if err := tp.cnn.SetData(d.n, d.v); err != nil {
-				return 0, 0, err
-			}
+		if err := tp.setTask(tp.cnn, [4]*G.Node{cm.Support, cm.SupportY, cm.Query, cm.QueryY}, t); err != nil {
+			return 0, 0, err
 		}
 		fx = tp.cnn.FixX(phi, nil, nil)
 		dx = grad[:l.dimX]
@@ -420,11 +432,11 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	if l.s.Gradient == ANIL {
 		dy0 = grad[l.dimX:]
 	}
-	yT, err := w.metaGradient(dx, dy0, fixedOracles{fx}, y0, l.s.Gradient, l.s.FirstOrder, steps, l.s.Alpha)
+	yT, err := w.metaGradient(dx, dy0, fixedOracles{fx}, y0, l.s.Gradient == AID, l.s.FirstOrder, steps, l.s.Alpha)
 	if err != nil {
 		return 0, 0, err
 	}
-	acc, loss = scoreHead(tp.feats[nsF:], t.QueryY, yT, l.features, l.ways, l.cnn.NoBias)
+	acc, loss = l.score(tp.feats[nsF:], t.QueryY, yT)
 	if !direct {
 		// φ's gradient: the features' adjoints pulled back through the
 		// backbone, support set then query set.
@@ -437,10 +449,57 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	return acc, loss, nil
 }
 
-// Evaluate fits a head on each of the tasks first, …, first+n−1 of src by
-// the learner's inner loop (EvalSteps, or the training steps of the
-// current iteration, of size Alpha from 0, or from w_0 for ANIL) and
-// returns the query accuracy over the tasks.
+// score returns the accuracy and mean cross-entropy of the head y on the
+// query features.
+func (l *Learner) score(feats []float64, labels []int, y []float64) (acc, loss float64) {
+	return scoreHead(feats, labels, y, l.features, l.ways, l.cnn.NoBias)
+}
+
+// adaptWhole computes one MAML task's meta-gradient into grad (nil: none,
+// at evaluation) and returns the query accuracy and loss of the adapted
+// network. On models.CNNInit at x = θ_0 the inner loop moves δ from 0,
+// and the meta-gradient d f/dθ_0 is the sweep's first adjoint
+// a_0 = d f/dδ_0 (full MAML) or ∇δ f at δ_T (FOMAML).
+func (l *Learner) adaptWhole(w *worker, t *data.Task, steps int, grad []float64) (acc, loss float64, err error) {
+	tp, err := w.problems(len(t.SupportY), len(t.QueryY), needInit)
+	if err != nil {
+		return 0, 0, err
+	}
+	im := tp.im
+	if err := tp.setTask(tp.init, [4]*G.Node{im.Support, im.SupportY, im.Query, im.QueryY}, t); err != nil {
+		return 0, 0, err
+	}
+	theta0 := l.st.Params
+	w.dy0 = grow(w.dy0, len(theta0))
+	clear(w.dy0)
+	o := initOracles{tp.init.FixX(theta0, nil, nil)}
+	var dT []float64
+	if grad == nil {
+		dT, err = w.descend(o, w.dy0, steps, l.s.Alpha)
+	} else {
+		dT, err = w.metaGradient(nil, grad, o, w.dy0, false, l.s.FirstOrder, steps, l.s.Alpha)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	// The adapted network θ_T = θ_0 + δ_T, scored on the query set.
+	w.theta = grow(w.theta, len(theta0))
+	for i, v := range theta0 {
+		w.theta[i] = v + dT[i]
+	}
+	nsF := tp.ns * l.features
+	if err := tp.pq.features(tp.feats[nsF:], w.theta[:l.dimX], t.QueryX); err != nil {
+		return 0, 0, err
+	}
+	acc, loss = l.score(tp.feats[nsF:], t.QueryY, w.theta[l.dimX:])
+	return acc, loss, nil
+}
+
+// Evaluate adapts to each of the tasks first, …, first+n−1 of src by the
+// learner's inner loop (EvalSteps, or the training steps of the current
+// iteration, of size Alpha: a head from 0, or from w_0 for ANIL; the whole
+// network from θ_0 for MAML) and returns the query accuracy over the
+// tasks.
 func (l *Learner) Evaluate(src *Tasks, first, n int) (Accuracy, error) {
 	steps := l.s.EvalSteps
 	if steps == 0 {
@@ -449,5 +508,15 @@ func (l *Learner) Evaluate(src *Tasks, first, n int) (Accuracy, error) {
 			return Accuracy{}, fmt.Errorf("meta: evaluation: %w", err)
 		}
 	}
-	return evaluate(l.workers, l.features, l.ways, l.cnn.NoBias, l.Backbone(), l.head0(), steps, l.s.Alpha, src, first, n)
+	if l.s.Gradient == MAML {
+		return evaluate(l.workers, l.ways, src, first, n, func(w *worker, t *data.Task) (float64, float64, error) {
+			if err := l.checkTask(t); err != nil {
+				return 0, 0, err
+			}
+			return l.adaptWhole(w, t, steps, nil)
+		})
+	}
+	return evaluate(l.workers, l.ways, src, first, n, func(w *worker, t *data.Task) (float64, float64, error) {
+		return fitHead(w, t, l.features, l.ways, l.cnn.NoBias, l.Backbone(), l.head0(), steps, l.s.Alpha)
+	})
 }

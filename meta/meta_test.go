@@ -61,7 +61,21 @@ func toyTasks(t testing.TB, ways, shots, queries int, seed uint64) *Tasks {
 // taskProblem compiles models.CNN on the task.
 func taskProblem(t *testing.T, task *data.Task, s models.CNNSettings) *graph.Problem {
 	t.Helper()
-	m, err := models.CNN(models.Data{X: task.SupportX, N: len(task.SupportY), D: task.D, Labels: task.SupportY},
+	return compileOn(t, task, s, func(sup, q models.Data, ways int, s models.CNNSettings) (compiler, error) {
+		return models.CNN(sup, q, ways, s)
+	})
+}
+
+// compiler is a model of a task.
+type compiler interface {
+	Compile() (*graph.Problem, error)
+}
+
+// compileOn builds a model on the task's support and query sets and
+// compiles it.
+func compileOn(t *testing.T, task *data.Task, s models.CNNSettings, build func(support, query models.Data, ways int, s models.CNNSettings) (compiler, error)) *graph.Problem {
+	t.Helper()
+	m, err := build(models.Data{X: task.SupportX, N: len(task.SupportY), D: task.D, Labels: task.SupportY},
 		models.Data{X: task.QueryX, N: len(task.QueryY), D: task.D, Labels: task.QueryY}, task.Ways, s)
 	if err != nil {
 		t.Fatal(err)
@@ -270,8 +284,14 @@ func TestAID(t *testing.T) {
 // TestStepResume checks that training is a function of the state and the
 // task indices: three steps in one go equal one step, a save through
 // State and a checkpoint, and two more steps in a new learner, bit for
-// bit, whatever the number of workers.
+// bit, whatever the number of workers; for ITD-BiO and MAML.
 func TestStepResume(t *testing.T) {
+	for _, s := range []Settings{{Gradient: ITD, Steps: 3, Alpha: 0.3}, {Gradient: MAML, Steps: 2, Alpha: 0.3}} {
+		t.Run(s.Gradient.String(), func(t *testing.T) { stepResume(t, s) })
+	}
+}
+
+func stepResume(t *testing.T, s Settings) {
 	src := toyTasks(t, 3, 1, 2, 8)
 	batch := func(k int) []*data.Task {
 		var ts []*data.Task
@@ -284,7 +304,7 @@ func TestStepResume(t *testing.T) {
 		}
 		return ts
 	}
-	s := Settings{Gradient: ITD, Steps: 3, Alpha: 0.3, TaskBatch: 3}
+	s.TaskBatch = 3
 	run := func(l *Learner, from, to int) {
 		for k := from; k < to; k++ {
 			if _, err := l.Step(batch(k)); err != nil {
@@ -411,6 +431,8 @@ func TestTraining(t *testing.T) {
 		{Gradient: AID, Growth: 20, Alpha: 0.5},
 		{Gradient: ANIL, Steps: 3, Alpha: 0.5},
 		{Gradient: ANIL, Steps: 3, Alpha: 0.5, FirstOrder: true},
+		{Gradient: MAML, Steps: 2, Alpha: 0.3},
+		{Gradient: MAML, Steps: 2, Alpha: 0.3, FirstOrder: true},
 	} {
 		s.Outer.LR = 1e-2
 		l, err := NewLearner(s, tiny, 3)
@@ -491,8 +513,13 @@ func TestSettingsErrors(t *testing.T) {
 			t.Errorf("Shares = %d of a batch of 16: error %v", shares, err)
 		}
 	}
-	if _, err := ParseGradient("maml"); err == nil {
-		t.Error("ParseGradient accepted maml")
+	if _, err := ParseGradient("reptile"); err == nil {
+		t.Error("ParseGradient accepted reptile")
+	}
+	for _, g := range []Gradient{ITD, AID, ANIL, MAML} {
+		if h, err := ParseGradient(g.String()); err != nil || h != g {
+			t.Errorf("ParseGradient(%q) = %v, %v", g, h, err)
+		}
 	}
 	l, _ := NewLearner(Settings{}, tiny, 3)
 	if err := l.Restore(Snapshot{Params: []float64{1}}); err == nil {

@@ -29,10 +29,11 @@ func trajState(st Snapshot, stats StepStats, full bool) trajectory.Step {
 }
 
 // TestTrajectories records meta-training runs of every method (ITD, AID,
-// increasing AID, ANIL, first-order ANIL; both computations through the
-// backbone; one and two workers), the pretrainer and the evaluations, and
-// compares them with testdata/trajectories.json, recorded on the code
-// before meta/ called unroll/ and implicit/ directly: bit for bit.
+// increasing AID, ANIL, first-order ANIL, MAML, FOMAML; both computations
+// through the backbone; one and two workers), the pretrainer and the
+// evaluations, and compares them with testdata/trajectories.json,
+// recorded on the code before meta/ called unroll/ and implicit/ directly
+// (MAML and FOMAML: on their first version, issue 18): bit for bit.
 func TestTrajectories(t *testing.T) {
 	src := toyTasks(t, 3, 2, 2, 21)
 	batch := func(k, n int) []*data.Task {
@@ -63,6 +64,9 @@ func TestTrajectories(t *testing.T) {
 		{"ITD α=0.3", Settings{Gradient: ITD, Steps: 4, Alpha: 0.3, Workers: 2}},
 		{"AID α=0.3", Settings{Gradient: AID, Steps: 4, Alpha: 0.3, CGSteps: 3, Backprop: Direct, Workers: 1}},
 		{"ANIL α=0.3", Settings{Gradient: ANIL, Steps: 3, Alpha: 0.3, Workers: 2}},
+		{"MAML", Settings{Gradient: MAML, Steps: 2, Alpha: 0.3, Workers: 2}},
+		{"MAML 1 worker", Settings{Gradient: MAML, Steps: 2, Alpha: 0.3, Workers: 1}},
+		{"FOMAML", Settings{Gradient: MAML, Steps: 3, Alpha: 0.3, FirstOrder: true, Workers: 2}},
 	} {
 		c.s.Outer.LR = 1e-2
 		c.s.TaskBatch = 3
@@ -115,6 +119,7 @@ func TestTrajectories(t *testing.T) {
 	// 14, from issue 17: a result depended on -workers, which the example's
 	// cache key omitted). With two workers it computes what one worker did.
 	tol := map[string]trajectory.Tolerance{"pretrainer 2 workers": {Golden: "pretrainer 1 worker",
-		Reason: "the result no longer depends on the worker count"}}
+		Reason: "the result no longer depends on the worker count"},
+		"MAML 1 worker": {Golden: "MAML", Reason: "the result does not depend on the worker count"}}
 	trajectory.Check(t, "testdata/trajectories.json", got, *updateTrajectories, tol)
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
+	"github.com/gobilevel/bilevel/oracle"
 	"github.com/gobilevel/bilevel/unroll"
+	G "gorgonia.org/gorgonia"
 )
 
 // probe reads features of a fixed number of images through a compiled
@@ -97,9 +99,35 @@ type taskProblems struct {
 	ps, pq   *probe
 	cnn      *graph.Problem // Direct only, compiled on first use
 	cm       *models.CNNModel
+	init     *graph.Problem // MAML only, compiled on first use
+	im       *models.CNNInitModel
 	feats    []float64 // support rows, then query rows
 	adj, tmp []float64
 }
+
+// setTask stores a task's images and one-hot labels in p (models.CNN or
+// models.CNNInit) through its data nodes: support images and labels, query
+// images and labels.
+func (tp *taskProblems) setTask(p *graph.Problem, nodes [4]*G.Node, t *data.Task) error {
+	tp.ys = models.OneHot(tp.ys, t.SupportY, tp.ways)
+	tp.yq = models.OneHot(tp.yq, t.QueryY, tp.ways)
+	for i, v := range [][]float64{t.SupportX, tp.ys, t.QueryX, tp.yq} {
+		if err := p.SetData(nodes[i], v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// need names the problems a computation needs beyond the probes and the
+// head: models.CNN for Direct, models.CNNInit for MAML.
+type need int
+
+const (
+	needHead need = iota
+	needCNN
+	needInit
+)
 
 // worker holds what one goroutine needs to process tasks: compiled
 // problems per task size (graph.Problem is not safe for concurrent use)
@@ -114,13 +142,21 @@ type worker struct {
 	v, fy  []float64 // AID's linear-system solution and right-hand side
 	mx     []float64 // AID's mixed product
 	dy0    []float64
+	theta  []float64 // MAML's adapted network θ_T
 	task   data.Task
+}
+
+// taskOracles are one task's oracles at a fixed outer point X().
+type taskOracles interface {
+	oracle.Unrolled
+	oracle.Declarer
+	X() []float64
 }
 
 // descend runs steps steps of gradient descent of size alpha on the task's
 // g from y0 (unroll.Descend) and returns y_T, which aliases the worker's
 // storage.
-func (w *worker) descend(o fixedOracles, y0 []float64, steps int, alpha float64) ([]float64, error) {
+func (w *worker) descend(o taskOracles, y0 []float64, steps int, alpha float64) ([]float64, error) {
 	w.y = append(w.y[:0], y0...)
 	w.g = grow(w.g, len(y0))
 	return w.y, unroll.Descend(o, o.X(), w.y, steps, alpha, nil, w.g)
@@ -128,14 +164,14 @@ func (w *worker) descend(o fixedOracles, y0 []float64, steps int, alpha float64)
 
 // metaGradient runs a task's inner loop, steps steps of size alpha from
 // y0 on o, and writes the meta-gradient with respect to the outer point to
-// dx and, when dy0 is not nil, with respect to the head initialization
-// y0 to dy0: ITD and full ANIL by unroll's reverse sweep (whose first
-// adjoint a_0 is ANIL's gradient for w_0), AID by implicit.Estimate with
-// CG from zero at y_D, first-order ANIL by ∇f at y_T. It returns y_T,
+// dx and, when dy0 is not nil, with respect to the initialization y0 to
+// dy0: by AID (aid: implicit.Estimate with CG from zero at y_D), else by
+// unroll's reverse sweep (ITD, full ANIL and MAML; its first adjoint a_0
+// is the gradient for y0) or, first-order, by ∇f at y_T. It returns y_T,
 // which aliases the worker's storage.
-func (w *worker) metaGradient(dx, dy0 []float64, o fixedOracles, y0 []float64, g Gradient, firstOrder bool, steps int, alpha float64) ([]float64, error) {
+func (w *worker) metaGradient(dx, dy0 []float64, o taskOracles, y0 []float64, aid, firstOrder bool, steps int, alpha float64) ([]float64, error) {
 	x := o.X()
-	if g != AID && !firstOrder {
+	if !aid && !firstOrder {
 		w.unroll.Steps, w.unroll.Alpha = steps, alpha
 		if err := w.unroll.Forward(o, x, y0); err != nil {
 			return nil, err
@@ -191,8 +227,9 @@ func newWorkers(n int, cnn models.CNNSettings, ways int) []*worker {
 }
 
 // problems returns the compiled problems for tasks of ns support and nq
-// query images, compiling them on first use.
-func (w *worker) problems(ns, nq int, direct bool) (*taskProblems, error) {
+// query images, compiling them on first use: the probes and the head, and
+// the problem named by n.
+func (w *worker) problems(ns, nq int, n need) (*taskProblems, error) {
 	key := [2]int{ns, nq}
 	tp, ok := w.sets[key]
 	if !ok {
@@ -215,21 +252,30 @@ func (w *worker) problems(ns, nq int, direct bool) (*taskProblems, error) {
 		tp.tmp = make([]float64, tp.ps.p.DimX())
 		w.sets[key] = tp
 	}
-	if direct && tp.cnn == nil {
-		side := w.cnn.Side
-		if side == 0 {
-			side = 28
-		}
-		d := side * side
-		cm, err := models.CNN(models.Data{X: make([]float64, ns*d), N: ns, D: d, Labels: make([]int, ns)},
-			models.Data{X: make([]float64, nq*d), N: nq, D: d, Labels: make([]int, nq)}, w.ways, w.cnn)
-		if err != nil {
+	if n == needHead || n == needCNN && tp.cnn != nil || n == needInit && tp.init != nil {
+		return tp, nil
+	}
+	side := w.cnn.Side
+	if side == 0 {
+		side = 28
+	}
+	d := side * side
+	support := models.Data{X: make([]float64, ns*d), N: ns, D: d, Labels: make([]int, ns)}
+	query := models.Data{X: make([]float64, nq*d), N: nq, D: d, Labels: make([]int, nq)}
+	var err error
+	if n == needCNN {
+		if tp.cm, err = models.CNN(support, query, w.ways, w.cnn); err != nil {
 			return nil, err
 		}
-		if tp.cnn, err = cm.Compile(); err != nil {
+		tp.cnn, err = tp.cm.Compile()
+	} else {
+		if tp.im, err = models.CNNInit(support, query, w.ways, w.cnn); err != nil {
 			return nil, err
 		}
-		tp.cm = cm
+		tp.init, err = tp.im.Compile()
+	}
+	if err != nil {
+		return nil, err
 	}
 	return tp, nil
 }

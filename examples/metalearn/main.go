@@ -1,9 +1,10 @@
 // Command metalearn meta-trains the four-block CNN of paper 003 (App. A)
 // for few-shot classification of rotated Fashion-MNIST classes with
-// ITD-BiO, AID-BiO (constant and increasing inner steps) and ANIL, and
-// compares them on the meta-test classes with two reference baselines: a
-// head fit on a random (untrained) backbone and on a backbone pre-trained
-// by plain classification of the meta-train classes.
+// ITD-BiO, AID-BiO (constant and increasing inner steps), ANIL, MAML and
+// first-order MAML (FOMAML), and compares them on the meta-test classes
+// with two reference baselines: a head fit on a random (untrained)
+// backbone and on a backbone pre-trained by plain classification of the
+// meta-train classes.
 //
 // The ten Fashion-MNIST classes are split 6/2/2 into meta-train,
 // meta-validation (unused) and meta-test base classes; each base class
@@ -16,10 +17,11 @@
 //
 // -mode quick (the default) runs in under three minutes on two cores on
 // the embedded Fashion-MNIST subset with a reduced configuration (16
-// filters, 5 queries per class, 5-way 1-shot only, short training, 600
-// test tasks); -mode full uses the full data set and the paper's sizes
-// (32 filters, 15 queries, 1-shot and 5-shot). Every flag overrides the
-// mode's value.
+// filters, 5 queries per class, 5-way 1-shot only, 4 tasks per
+// meta-iteration, short training, 600 test tasks); -mode full uses the
+// full data set and the paper's sizes (32 filters, 15 queries, 1-shot and
+// 5-shot, 32 tasks per meta-iteration, 2000 meta-iterations). Every flag
+// overrides the mode's value.
 //
 // Training is checkpointed every -checkpoint-every meta-iterations into
 // -out/checkpoints (atomically, with a checksum); -resume continues each
@@ -57,6 +59,7 @@ type config struct {
 	Mode                 string
 	Data                 string
 	Seed                 uint64
+	Seeds                []uint64
 	Out                  string
 	Methods              []string
 	Shots                []int
@@ -67,8 +70,10 @@ type config struct {
 	MaxSeconds           float64
 	Batch                int
 	Steps, ANILSteps     int
+	MAMLSteps            int
 	Growth               float64
 	Alpha, ANILAlpha     float64
+	MAMLAlpha            float64
 	CG                   int
 	LR                   float64
 	FirstOrder           bool
@@ -88,9 +93,9 @@ type config struct {
 
 // modes holds the values of the flags that differ between modes.
 var modes = map[string]map[string]string{
-	"quick": {"data": "embedded", "shots": "1", "queries": "5", "filters": "16", "iters": "150", "eval-every": "50",
+	"quick": {"data": "embedded", "shots": "1", "queries": "5", "filters": "16", "batch": "4", "iters": "150", "eval-every": "50",
 		"curve-tasks": "60", "pretrain-steps": "150"},
-	"full": {"data": "fashion", "shots": "1,5", "queries": "15", "filters": "32", "iters": "1000",
+	"full": {"data": "fashion", "shots": "1,5", "queries": "15", "filters": "32", "batch": "32", "iters": "2000",
 		"eval-every": "100", "curve-tasks": "200", "pretrain-steps": "1000"},
 }
 
@@ -101,7 +106,7 @@ func main() {
 	})
 }
 
-var allMethods = []string{"itd", "aid", "aid-inc", "anil"}
+var allMethods = []string{"itd", "aid", "aid-inc", "anil", "maml", "fomaml"}
 
 // maxSize bounds the sizes (tasks, images, steps): far beyond the
 // paper's, a typo.
@@ -110,29 +115,32 @@ const maxSize = 100_000
 // parseFlags reads and checks the command line, without doing any work.
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
-	var methods, shots string
+	var methods, shots, seeds string
 	fs.StringVar(&c.Mode, "mode", "quick", "quick: embedded data, reduced sizes, under three minutes on two cores; full: the full data set and the paper's sizes. The mode sets the flags marked (mode); any flag given overrides it")
 	fs.StringVar(&c.Data, "data", "embedded", "(mode) the images: "+experiment.DataHelp)
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: class split, initial backbone, tasks, minibatches")
+	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: run the whole experiment once per seed (in -out/seed-N, each as with -seed N) and write the median over the seeds with its 95% interval (seeds.csv, pairs.csv, seeds_test_accuracy_*.png); empty: the one -seed")
 	fs.StringVar(&c.Out, "out", "out/metalearn", "folder for CSV, JSON, PNG output and checkpoints")
-	fs.StringVar(&methods, "methods", "itd,aid,aid-inc,anil", "meta-learning methods, comma-separated: itd (ITD-BiO), aid (AID-BiO, constant D), aid-inc (AID-BiO, D_k = ⌈c(k+1)^{1/4}⌉), anil; the random and pre-trained baselines run too unless -baselines=false")
+	fs.StringVar(&methods, "methods", "itd,aid,aid-inc,anil,maml,fomaml", "meta-learning methods, comma-separated: itd (ITD-BiO), aid (AID-BiO, constant D), aid-inc (AID-BiO, D_k = ⌈c(k+1)^{1/4}⌉), anil, maml (MAML: the whole network adapted, second order), fomaml (first-order MAML); the random and pre-trained baselines run too unless -baselines=false")
 	fs.StringVar(&shots, "shots", "1", "(mode) shots K per class, comma-separated: one experiment each (full: 1,5)")
 	fs.IntVar(&c.Ways, "ways", 5, "classes N per task")
 	fs.IntVar(&c.Queries, "queries", 5, "(mode) query images per class, in training and evaluation (full: 15)")
 	fs.IntVar(&c.Filters, "filters", 16, "(mode) filters of each of the four 3×3 convolutions (full: 32, the paper's)")
 	fs.Float64Var(&c.Lambda, "lambda", 0.1, "λ of the head's penalty (λ/2)‖w‖² in the lower objective (ITD, AID, baselines; ANIL uses λ = 0)")
-	fs.IntVar(&c.Iters, "iters", 150, "(mode) meta-iterations per method (full: 1000)")
+	fs.IntVar(&c.Iters, "iters", 150, "(mode) meta-iterations per method (full: 2000)")
 	fs.Float64Var(&c.MaxSeconds, "max-seconds", 0, "stop each method's training after this many seconds of training time (0: no limit); -iters still caps it")
-	fs.IntVar(&c.Batch, "batch", 4, "tasks per meta-iteration")
+	fs.IntVar(&c.Batch, "batch", 4, "(mode) tasks per meta-iteration (full: 32, the paper's)")
 	fs.IntVar(&c.Steps, "steps", 50, "inner gradient steps T (ITD) and D (AID constant); with -backprop features they cost little")
 	fs.IntVar(&c.ANILSteps, "anil-steps", 5, "ANIL's inner steps (the paper's 5)")
+	fs.IntVar(&c.MAMLSteps, "maml-steps", 3, "inner steps of MAML and FOMAML on the whole network (the paper's 3)")
 	fs.Float64Var(&c.Growth, "growth", 10, "c of AID-increasing's D_k = ⌈c(k+1)^{1/4}⌉ (10: D_0 = 10, D_150 = 35, D_1000 = 57)")
 	fs.Float64Var(&c.Alpha, "alpha", 0.1, "inner step size α of ITD, AID and the baselines' head fit (AID needs α·L < 2 for the inner loop to converge, L the head's curvature)")
 	fs.Float64Var(&c.ANILAlpha, "anil-alpha", 0.1, "ANIL's inner step size (the paper's 0.1)")
+	fs.Float64Var(&c.MAMLAlpha, "maml-alpha", 0.5, "inner step size of MAML and FOMAML (the paper's 0.5)")
 	fs.IntVar(&c.CG, "cg", 10, "AID's conjugate-gradient steps N")
 	fs.Float64Var(&c.LR, "lr", 1e-3, "Adam's step size for the outer variables (backbone, ANIL's head initialization, pre-training)")
 	fs.BoolVar(&c.FirstOrder, "anil-first-order", false, "first-order ANIL (default: full, the meta-gradient flows through the inner steps)")
-	fs.StringVar(&c.Backprop, "backprop", "features", "how derivatives reach the backbone: features (chain rule at the features, one backward pass per image set) or direct (graph.FixX on the whole CNN, one backward pass per mixed product); same meta-gradient")
+	fs.StringVar(&c.Backprop, "backprop", "features", "how derivatives of ITD, AID and ANIL reach the backbone: features (chain rule at the features, one backward pass per image set) or direct (graph.FixX on the whole CNN, one backward pass per mixed product); same meta-gradient. MAML always differentiates through the whole CNN")
 	fs.IntVar(&c.EvalTasks, "eval-tasks", 600, "meta-test tasks of the final evaluation (the same tasks for every method and baseline)")
 	fs.IntVar(&c.EvalEvery, "eval-every", 50, "(mode) meta-iterations between evaluations for the meta-test accuracy curve (full: 100)")
 	fs.IntVar(&c.CurveSize, "curve-tasks", 60, "(mode) meta-test tasks of each curve evaluation (the first ones of the final evaluation; full: 200)")
@@ -145,7 +153,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress report")
 	fs.BoolVar(&c.PlotCPU, "plot-cpu", false, "plot accuracy against training CPU time instead of wall time (fairer on a machine shared with other jobs)")
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the random and pre-trained baselines (false: the methods only, for tuning)")
-	experiment.Usage(fs, "metalearn", "Meta-trains a CNN backbone for few-shot classification with ITD-BiO, AID-BiO and ANIL\nand compares them with a random and a pre-trained backbone on the meta-test classes.", modes, nil)
+	experiment.Usage(fs, "metalearn", "Meta-trains a CNN backbone for few-shot classification with ITD-BiO, AID-BiO, ANIL, MAML\nand FOMAML and compares them with a random and a pre-trained backbone on the meta-test classes.", modes, nil)
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
@@ -153,6 +161,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	ck.Data("data", c.Data)
 	ck.Out("out", c.Out)
 	c.Methods = ck.Names("methods", methods, allMethods)
+	if seeds != "" {
+		c.Seeds = ck.Seeds("seeds", seeds)
+	}
 	c.Shots = ck.Ints("shots", shots, 1, 1000)
 	// The meta-test split has 2 base classes × 4 rotations.
 	ck.Int("ways", c.Ways, 2, 8)
@@ -160,7 +171,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		name   string
 		v, low int
 	}{{"queries", c.Queries, 1}, {"filters", c.Filters, 1}, {"iters", c.Iters, 1}, {"batch", c.Batch, 1}, {"steps", c.Steps, 1},
-		{"anil-steps", c.ANILSteps, 1}, {"cg", c.CG, 1}, {"eval-tasks", c.EvalTasks, 2}, {"eval-every", c.EvalEvery, 1},
+		{"anil-steps", c.ANILSteps, 1}, {"maml-steps", c.MAMLSteps, 1}, {"cg", c.CG, 1}, {"eval-tasks", c.EvalTasks, 2}, {"eval-every", c.EvalEvery, 1},
 		{"curve-tasks", c.CurveSize, 2}, {"probe-steps", c.ProbeSteps, 1}, {"pretrain-steps", c.PretrainSteps, 1},
 		{"pretrain-batch", c.PretrainBatch, 1}, {"checkpoint-every", c.CheckpointEvery, 1}} {
 		ck.Int(f.name, f.v, f.low, maxSize)
@@ -172,7 +183,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"alpha", c.Alpha}, {"anil-alpha", c.ANILAlpha}, {"lr", c.LR}} {
+	}{{"alpha", c.Alpha}, {"anil-alpha", c.ANILAlpha}, {"maml-alpha", c.MAMLAlpha}, {"lr", c.LR}} {
 		ck.Positive(f.name, f.v)
 	}
 	if c.Backprop != "features" && c.Backprop != "direct" {
@@ -204,6 +215,8 @@ func learnerSettings(c config, method string) (meta.Settings, error) {
 		s.Gradient, s.Growth, s.Steps = meta.AID, c.Growth, 0
 	case "anil":
 		s.Gradient, s.Steps, s.Alpha, s.FirstOrder = meta.ANIL, c.ANILSteps, c.ANILAlpha, c.FirstOrder
+	case "maml", "fomaml":
+		s.Gradient, s.Steps, s.Alpha, s.FirstOrder = meta.MAML, c.MAMLSteps, c.MAMLAlpha, method == "fomaml"
 	default:
 		return s, fmt.Errorf("-methods: unknown method %q (give some of %s)", method, strings.Join(allMethods, ", "))
 	}
@@ -268,24 +281,36 @@ type setting struct {
 	pretrained, phi0 []float64
 }
 
+// run runs the experiment for the seed, or for each of the seeds and their
+// summary, and returns the result line's values.
 func run(c config) (map[string]any, error) {
+	if len(c.Seeds) > 0 {
+		return runSeeds(c)
+	}
+	res, _, err := runSeed(c)
+	return res, err
+}
+
+// runSeed runs the experiment for the seed c.Seed and returns the result
+// line's values and the settings with their logs and results.
+func runSeed(c config) (map[string]any, []*setting, error) {
 	start := time.Now()
 	path, err := report.OutDir(c.Out)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ckptDir := filepath.Join(c.Out, "checkpoints")
 	if err := os.MkdirAll(ckptDir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	images, err := experiment.LoadImages(c.Data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	train, test := images.Train, images.Test
 	split, err := data.SplitClasses(10, c.Seed, 6, 2, 2)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Printf("meta-train base classes %v, meta-test %v (meta-validation %v unused); %d workers\n", split[0], split[2], split[1], c.Workers)
 
@@ -293,13 +318,13 @@ func run(c config) (map[string]any, error) {
 	var preSec float64
 	if c.Baselines {
 		if pre, preSec, err = pretrain(c, train, split[0], ckptDir); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// The random backbone is the initial one of every learner.
 	l0, err := meta.NewLearner(meta.Settings{}, c.cnnSettings(), c.Ways)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	phi0 := l0.Backbone()
 
@@ -312,17 +337,17 @@ func run(c config) (map[string]any, error) {
 			test:  &meta.Tasks{Data: test, Base: split[2], Ways: c.Ways, Shots: k, Queries: c.Queries, Seed: c.Seed*1000 + 500 + uint64(k)}}
 		for _, ts := range []*meta.Tasks{e.train, e.test} {
 			if err := ts.Check(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if c.Baselines {
 			if err := e.baselines(preSec); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		for _, m := range c.Methods {
 			if err := e.trainMethod(m); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		all = append(all, e)
@@ -341,12 +366,12 @@ func run(c config) (map[string]any, error) {
 		}
 	}
 	if err := write(path, c, all); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	failErr := experiment.Failed(result, failed, len(c.Methods)*len(c.Shots))
 	result["seconds"] = round(time.Since(start).Seconds(), 1)
 	report.Result(os.Stdout, result)
-	return result, failErr
+	return result, all, failErr
 }
 
 func round(v float64, digits int) float64 {

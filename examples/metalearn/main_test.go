@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,39 @@ func TestResume(t *testing.T) {
 	}
 }
 
+// TestMAML runs MAML and FOMAML through the program on a small backbone:
+// each trains, is evaluated and written, and its checkpoint records the
+// first-order setting.
+func TestMAML(t *testing.T) {
+	if testing.Short() {
+		t.Skip("meta-trains")
+	}
+	out := t.TempDir()
+	c, err := parse("-quiet", "-out", out, "-methods", "maml,fomaml", "-filters", "4", "-queries", "2", "-iters", "4",
+		"-eval-every", "2", "-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false", "-maml-steps", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"maml", "fomaml"} {
+		acc, ok := res["5w1s_"+m+"_acc"].(float64)
+		if !ok || !(acc > 0 && acc <= 1) {
+			t.Errorf("%s: accuracy %v", m, res["5w1s_"+m+"_acc"])
+		}
+		var ck runCheckpoint
+		readCk(t, filepath.Join(out, "checkpoints", "5w1s-"+m+".ckpt"), &ck)
+		if want := "first-order=" + map[string]string{"maml": "false", "fomaml": "true"}[m]; ck.State.Iter != 4 || !strings.Contains(ck.Key, want) {
+			t.Errorf("%s: checkpoint at iteration %d with key %q; want 4 and %s", m, ck.State.Iter, ck.Key, want)
+		}
+	}
+	if res["5w1s_maml_acc"] == res["5w1s_fomaml_acc"] && res["5w1s_maml_ci95"] == res["5w1s_fomaml_ci95"] {
+		t.Error("MAML and FOMAML gave the same result")
+	}
+}
+
 func readCk(t *testing.T, path string, v *runCheckpoint) {
 	t.Helper()
 	if err := meta.ReadCheckpoint(path, v); err != nil {
@@ -121,12 +155,17 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Filters != 32 || c.Queries != 15 || len(c.Shots) != 2 || c.Iters != 7 || c.Data != "embedded" {
+	if c.Filters != 32 || c.Queries != 15 || len(c.Shots) != 2 || c.Batch != 32 || c.Iters != 7 || c.Data != "embedded" {
 		t.Errorf("-mode full gave %+v; want the full sizes with -iters 7 and -data kept", c)
 	}
 	clitest.CheckRefused(t, clitest.Parser(parseFlags), []clitest.Refused{
 		{Args: []string{"-mode", "slow"}, Want: "-mode"},
-		{Args: []string{"-methods", "maml"}, Want: "-methods"},
+		{Args: []string{"-methods", "reptile"}, Want: "-methods"},
+		{Args: []string{"-methods", "maml,fomaml,maml"}, Want: "-methods"},
+		{Args: []string{"-maml-steps", "0"}, Want: "-maml-steps 0"},
+		{Args: []string{"-maml-alpha", "-0.5"}, Want: "-maml-alpha"},
+		{Args: []string{"-maml-alpha", "NaN"}, Want: "-maml-alpha"},
+		{Args: []string{"-batch", "0"}, Want: "-batch 0"},
 		{Args: []string{"-shots", "0"}, Want: "-shots"},
 		{Args: []string{"-backprop", "both"}, Want: "-backprop"},
 		{Args: []string{"-ways", "1"}, Want: "-ways 1"},
@@ -148,7 +187,8 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: error %v", err)
 	}
-	for _, name := range []string{"mode", "data", "seed", "out", "methods", "shots", "resume", "checkpoint-every", "backprop", "eval-tasks"} {
+	for _, name := range []string{"mode", "data", "seed", "out", "methods", "shots", "resume", "checkpoint-every", "backprop", "eval-tasks",
+		"maml-steps", "maml-alpha", "batch"} {
 		if !strings.Contains(help.String(), "-"+name) {
 			t.Errorf("-h does not document -%s", name)
 		}
@@ -157,4 +197,78 @@ func TestFlags(t *testing.T) {
 
 func FuzzFlags(f *testing.F) {
 	clitest.FuzzFlags(f, clitest.Parser(parseFlags))
+}
+
+// TestMedianCI checks the median's interval against the binomial order
+// statistics worked by hand: with 10 values, the 2nd and 9th (coverage
+// 1 − 2·11/1024); with 5, the range (1 − 2/32); with 1, the value; and
+// the largest drop of a curve below its best earlier point.
+func TestMedianCI(t *testing.T) {
+	for _, c := range []struct {
+		v              []float64
+		med, lo, hi, p float64
+	}{
+		{[]float64{10, 1, 9, 2, 8, 3, 7, 4, 6, 5}, 5.5, 2, 9, 1 - 22.0/1024},
+		{[]float64{3, 1, 2, 5, 4}, 3, 1, 5, 1 - 2.0/32},
+		{[]float64{0.5}, 0.5, 0.5, 0.5, 0},
+	} {
+		m := medianCI(c.v)
+		if m.Median != c.med || m.Lo != c.lo || m.Hi != c.hi || math.Abs(m.Coverage-c.p) > 1e-12 {
+			t.Errorf("medianCI(%v) = %+v; want median %v in [%v, %v], coverage %v", c.v, m, c.med, c.lo, c.hi, c.p)
+		}
+	}
+	if d := largestDrop([]float64{0.2, 0.5, 0.4, 0.6, 0.3, 0.55}); math.Abs(d-0.3) > 1e-15 {
+		t.Errorf("largestDrop = %v; want 0.3", d)
+	}
+}
+
+// TestSeeds runs two seeds of a small experiment and checks the summary:
+// one run per seed in its own folder (the same as a run with -seed), the
+// median over the seeds and the paired differences written.
+func TestSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("meta-trains")
+	}
+	out := t.TempDir()
+	args := []string{"-quiet", "-methods", "aid,anil", "-filters", "4", "-queries", "2", "-iters", "2", "-eval-every", "1",
+		"-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false"}
+	c, err := parse(append(args, "-out", out, "-seeds", "3,4")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c4, err := parse(append(args, "-out", t.TempDir(), "-seed", "4")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := run(c4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ck runCheckpoint
+	readCk(t, filepath.Join(out, "seed-4", "checkpoints", "5w1s-aid.ckpt"), &ck)
+	if ck.Final == nil || round(ck.Final.Accuracy, 4) != one["5w1s_aid_acc"] {
+		t.Errorf("seed 4 of -seeds 3,4 ended at %+v; a run with -seed 4 at %v", ck.Final, one["5w1s_aid_acc"])
+	}
+	if res["seeds"] != 2 {
+		t.Errorf("result line %v: want seeds=2", res)
+	}
+	for _, m := range []string{"aid", "anil"} {
+		med, lo, hi := res["5w1s_"+m+"_median"], res["5w1s_"+m+"_lo"], res["5w1s_"+m+"_hi"]
+		if med == nil || !(lo.(float64) <= med.(float64) && med.(float64) <= hi.(float64)) {
+			t.Errorf("%s: median %v in [%v, %v]", m, med, lo, hi)
+		}
+	}
+	for _, f := range []string{"seeds.csv", "pairs.csv", "seeds.json", "seeds_test_accuracy_5w1s.png", "seed-3/results.csv"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("output %s missing or empty", f)
+		}
+	}
+	pairs, _ := os.ReadFile(filepath.Join(out, "pairs.csv"))
+	if !strings.Contains(string(pairs), "5w1s,aid,anil,2,") {
+		t.Errorf("pairs.csv has no aid–anil row over 2 seeds:\n%s", pairs)
+	}
 }
