@@ -44,10 +44,12 @@
 // gives the same bits as one without. A killed coordinator resumes from
 // optim's checkpoint with a new Problem: the workers keep what they built.
 //
-// Errors. The oracles keep the signatures of optim.Problem, which have no
-// error: a call that fails sets Err and returns NaN, which stops a solver
-// at its non-finite check (with its last finite state saved); Err says
-// what happened.
+// Errors. The oracles keep the signatures of oracle.Problem, which have no
+// error: a call that fails sets Err to a *CallError and returns NaN. The
+// problem declares Err among its capabilities (oracle.Capabilities.Err),
+// so a solver stops at its non-finite check (with its last finite state
+// saved) and returns the *CallError wrapped in its own error, naming the
+// iteration and the oracle.
 //
 // Transport and security. StartServer embeds a NATS server listening on
 // 127.0.0.1 only, admitting clients with a random token: nothing to

@@ -358,8 +358,23 @@ func (p *Problem) Close() error {
 	return first
 }
 
-// Err returns the error that stopped the problem, or nil.
+// Err returns the error that stopped the problem, or nil: a *CallError
+// after a failed oracle call.
 func (p *Problem) Err() error { return p.err }
+
+// CallError reports an oracle call that could not be completed: every
+// worker of a shard lost and none joined in time, a worker's error, a
+// malformed reply. Err says which shard and worker, and why.
+type CallError struct {
+	// Oracle names the call ("GradG", "HVP (linearized)", …).
+	Oracle string
+	Err    error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("dist: %s failed: %v", e.Oracle, e.Err) }
+
+// Unwrap returns Err.
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Stats returns the calls and messages so far.
 func (p *Problem) Stats() Stats { return p.stats }
@@ -504,7 +519,7 @@ func (p *Problem) evaluate(op uint8, parts []part, body func(*part) *callBody, w
 	err := p.exchange(op, parts, func(pt *part, _ *workerRef, _ bool) *callBody { return body(pt) }, wantA, wantB)
 	p.stats.Wall += time.Since(t)
 	if err != nil {
-		p.err = err
+		p.err = &CallError{Oracle: opName(op), Err: err}
 		return false
 	}
 	return true
@@ -758,7 +773,7 @@ func (l *Linearization) product(op uint8, dst []float64, n int, v []float64) {
 	}, n, 0)
 	p.stats.Wall += time.Since(t)
 	if err != nil {
-		p.err = err
+		p.err = &CallError{Oracle: opName(op), Err: err}
 		fillNaN(dst)
 		return
 	}
