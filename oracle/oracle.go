@@ -166,6 +166,16 @@ type Calls struct {
 	Dense        int64
 }
 
+// Add returns c + o, field by field.
+func (c Calls) Add(o Calls) Calls {
+	return Calls{
+		F: c.F + o.F, G: c.G + o.G,
+		GradF: c.GradF + o.GradF, GradG: c.GradG + o.GradG,
+		HVP: c.HVP + o.HVP, MixedXY: c.MixedXY + o.MixedXY, MixedYX: c.MixedYX + o.MixedYX,
+		Dense: c.Dense + o.Dense,
+	}
+}
+
 // Sub returns c − o, field by field.
 func (c Calls) Sub(o Calls) Calls {
 	return Calls{

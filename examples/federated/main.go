@@ -429,8 +429,8 @@ func fedhrRuns(c config, images *experiment.Images, seed uint64) ([]namedRun, er
 		{name: "E-AiPOD", p: p, x0: x0, y0: y0, s: s, b: b, eval: eval, m: optim.FedEAiPOD{
 			EAiPOD:  optim.EAiPOD{Alpha: 0.01, Beta: 0.05, S: 20, N: 6, Series: optim.NeumannPartialSum, P: c.FedP, T: 1},
 			Clients: fed}},
-		{name: "FedNest", p: p, x0: x0, y0: y0, s: s, b: b, eval: eval, m: optim.FedNestBaseline{
-			Alpha: 0.01, Beta: 0.02, S: 10, N: 6, Series: optim.NeumannPartialSum, Clients: fed}},
+		{name: "FedNest", p: p, x0: x0, y0: y0, s: s, b: b, eval: eval, m: optim.FedNest{
+			Alpha: 0.01, Beta: 0.02, InnerSteps: 10, N: 6, Series: optim.NeumannPartialSum, Clients: fed}},
 	}, nil
 }
 
