@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/gobilevel/bilevel/optim"
 	"github.com/gobilevel/bilevel/oracle"
@@ -127,13 +126,14 @@ func taskPayload(t *optim.FedTask) int64 {
 }
 
 // The encoding of a task in a call's data (wire version 2): client (4
-// bytes), namespace (string), fresh (1), the number of steps (4) and each
+// bytes), namespace (string), run (8), fresh (1), the number of steps (4) and each
 // step: procedure (1), name (string), batch (index list), vector, A and B
 // (8 each).
 func encodeTask(buf []byte, t *optim.FedTask) []byte {
 	e := encoder{b: buf}
 	e.u32(uint32(t.Client))
 	e.str8(t.State)
+	e.u64(t.Run)
 	e.u8(uint8(b2i(t.Fresh)))
 	e.u32(uint32(len(t.Steps)))
 	for _, s := range t.Steps {
@@ -153,7 +153,7 @@ const minStep = 1 + 1 + 1 + 4 + 4 + 8 + 8
 
 func decodeTask(data []byte) (*optim.FedTask, error) {
 	d := decoder{b: data}
-	t := &optim.FedTask{Client: int(d.u32("client")), State: d.str8("namespace"), Fresh: d.flag("fresh")}
+	t := &optim.FedTask{Client: int(d.u32("client")), State: d.str8("namespace"), Run: d.u64("run"), Fresh: d.flag("fresh")}
 	n := d.count(minStep, "steps")
 	for i := 0; i < n && d.err == nil; i++ {
 		s := optim.FedStep{Op: optim.FedOp(d.u8("procedure")), Name: d.str8("name")}
@@ -213,9 +213,9 @@ func decodeCalls(b []byte) (oracle.Calls, error) {
 }
 
 // fedCall runs a client's task on the shard, whose problem is the
-// client's own data. The client's state lives with the shard; a shard
-// built by this process (after a restart) holds none, and refuses a task
-// that reads it.
+// client's own data. The client's state lives with the shard: a shard
+// built by this process after a restart holds none, and the client refuses
+// a task that reads it (optim.ErrFedStale).
 func (s *shard) fedCall(c *callBody) (*resultBody, uint8, error) {
 	t, err := decodeTask(c.data)
 	if err != nil {
@@ -224,14 +224,13 @@ func (s *shard) fedCall(c *callBody) (*resultBody, uint8, error) {
 	if t.Client != int(s.spec.index) {
 		return nil, codeFailed, fmt.Errorf("a task for client %d sent to shard %d", t.Client, s.spec.index)
 	}
-	if s.fed == nil || t.Fresh {
-		s.fed, s.fedState = optim.NewFedClient(s.p), ""
+	if s.fed == nil {
+		s.fed = optim.NewFedClient(s.p)
 	}
-	if !t.Fresh && s.fedState != t.State {
-		return nil, codeStale, fmt.Errorf("client %d holds no state of %s for this run (its process was restarted, or the run did not send its starting point): it cannot take part in it", t.Client, strings.TrimSpace(t.State))
-	}
-	s.fedState = t.State
 	reply, calls, err := s.fed.Run(t)
+	if errors.Is(err, optim.ErrFedStale) {
+		return nil, codeStale, err
+	}
 	if err != nil {
 		return nil, codeFailed, err
 	}

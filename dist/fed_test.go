@@ -74,11 +74,11 @@ func fedMethods(c optim.FedClients) []optim.Method {
 }
 
 // TestFedClients runs every federated method with its 4 clients in 2
-// worker processes and with the same client problems in this process
-// (optim.LocalClients): the runs are the same bit for bit (x, y, oracle
-// calls, rounds), and the rounds counted by the algorithm are the rounds
-// of messages the processes exchanged — each a request to every
-// participating client and its reply.
+// worker processes (3 iterations, then resumed to 5 on the same clients)
+// and with the same client problems in this process (optim.LocalClients):
+// the runs are the same bit for bit (x, y, oracle calls, rounds), and the
+// rounds counted by the algorithm are the rounds of messages the processes
+// exchanged — each a request to every participating client and its reply.
 func TestFedClients(t *testing.T) {
 	c := newCluster(t, 2)
 	p := c.problem(t, fedSettings(2))
@@ -90,9 +90,15 @@ func TestFedClients(t *testing.T) {
 	for i := range procs {
 		s := &optim.Settings{MaxIter: iters, Seed: uint64(40 + i), EvalEvery: -1}
 		before := p.FedTraffic()
-		a, err := optim.Solve(p, p.X0(nil), p.Y0(nil), s, procs[i])
+		// On the processes in two parts: 3 iterations, then a Resume on
+		// the same clients, which still hold the run's state.
+		first, err := optim.Solve(p, p.X0(nil), p.Y0(nil), &optim.Settings{MaxIter: 3, Seed: s.Seed, EvalEvery: -1}, procs[i])
 		if err != nil {
 			t.Fatalf("%T on processes: %v", procs[i], err)
+		}
+		a, err := optim.Resume(p, first.State, s, procs[i])
+		if err != nil {
+			t.Fatalf("%T on processes, resumed: %v", procs[i], err)
 		}
 		after := p.FedTraffic()
 		b, err := optim.Solve(p, p.X0(nil), p.Y0(nil), s, local[i])
@@ -153,7 +159,7 @@ func TestFedClientKilled(t *testing.T) {
 		want    []string
 	}{
 		{"FedEAiPOD client stays away", false, false, []string{"shard 2", "was lost", "JoinTimeout"}},
-		{"FedEAiPOD client restarted", true, false, []string{"client 2 holds no state"}},
+		{"FedEAiPOD client restarted", true, false, []string{"client 2: the client holds no state of this run"}},
 		{"FedNest", false, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,10 +69,8 @@ type shard struct {
 	outer, inner []graph.Var
 	x0, y0       []float64
 	lins         []linEntry // most recently used first
-	// fed is the federated client on the shard, and fedState the
-	// namespace of the run whose state it holds ("" : none).
-	fed      *optim.FedClient
-	fedState string
+	// fed is the federated client on the shard, with its state.
+	fed *optim.FedClient
 }
 
 type linEntry struct {
@@ -289,7 +287,7 @@ func (w *worker) attach(session uint64, a *attachBody) error {
 		s := byKey[key]
 		if s != nil && session != w.session {
 			s.lins = nil // a new coordinator numbers its linearizations afresh
-			s.fed, s.fedState = nil, ""
+			s.fed = nil
 		}
 		if s == nil {
 			t := time.Now()

@@ -23,6 +23,8 @@ package optim
 // its checkpoint when the clients' state is in the State too (Federation).
 
 import (
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -103,12 +105,20 @@ type FedRound struct {
 type FedTask struct {
 	Client int
 	State  string
-	// Fresh says that the task sets every vector of the client's state it
-	// reads: a client that lost its state (a restarted process) can run
-	// it, and only it.
+	// Run identifies the run (0 for a run that sends no starting point:
+	// FedNest). Fresh says that the task sets every vector of the
+	// client's state it reads: a client that holds no state of the run
+	// (a restarted process, or one that served another run since) runs
+	// only a Fresh task, which makes the state the run's; any other task
+	// fails with ErrFedStale.
+	Run   uint64
 	Fresh bool
 	Steps []FedStep
 }
+
+// ErrFedStale is the error of a client asked for a task that reads the
+// state of a run the client does not hold.
+var ErrFedStale = errors.New("the client holds no state of this run (its process was restarted, or it served another run since)")
 
 // FedStep is one step of a client's task. Op is the client's procedure;
 // Name, Batch, Vec, A and B are its arguments, used as the procedure
@@ -176,6 +186,10 @@ type FedClient struct {
 	own   map[string][]float64
 	calls oracle.Calls
 	reply []float64
+	// run is the run whose state the client holds, when valid; a view of
+	// a Federation, whose state is the run's own, is trusted.
+	run            uint64
+	valid, trusted bool
 }
 
 // NewFedClient returns a client whose oracles are p, a problem on the
@@ -198,9 +212,16 @@ func NewFedClient(p oracle.Problem) *FedClient {
 // name, and the oracle calls it made. The reply is the client's own: a
 // later Run may overwrite it. A task that does not fit the client (an
 // unknown procedure, a batch position outside its data, a vector of the
-// wrong length) is an error, never a panic; so is a panic of an oracle.
+// wrong length) is an error, never a panic; so is a panic of an oracle. A
+// task of a run whose state the client does not hold is ErrFedStale.
 func (c *FedClient) Run(t *FedTask) (reply []float64, calls oracle.Calls, err error) {
 	c.calls, c.reply = oracle.Calls{}, c.reply[:0]
+	switch {
+	case t.Fresh:
+		c.run, c.valid = t.Run, true
+	case !c.trusted && (!c.valid || c.run != t.Run):
+		return nil, oracle.Calls{}, fmt.Errorf("client %d: %w", t.Client, ErrFedStale)
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			reply, calls, err = nil, oracle.Calls{}, fmt.Errorf("client %d: %v", t.Client, r)
@@ -491,7 +512,7 @@ func (f *Federation) Round(r *FedRound) error {
 		if f != nil {
 			view.lower, view.upper = f.Lower[t.Client], f.Upper[t.Client]
 		}
-		c := &FedClient{p: view, dx: r.p.DimX(), dy: r.p.DimY(), vec: func(name string, n int) []float64 {
+		c := &FedClient{p: view, dx: r.p.DimX(), dy: r.p.DimY(), trusted: true, vec: func(name string, n int) []float64 {
 			all, ok := r.st.Vecs[name]
 			if !ok {
 				all = r.st.Work(name, m*n)
@@ -511,7 +532,9 @@ func (f *Federation) Round(r *FedRound) error {
 // problem per client on that client's own data, and which keep their state
 // themselves, as client processes do (package dist): the in-process twin
 // of clients on other machines, bit for bit. Their state is not in the
-// run's State, so a run on them cannot resume.
+// run's State: a run on them resumes only on the same clients, while they
+// hold its state (experiment's chunked runs), and fails with ErrFedStale
+// otherwise.
 func LocalClients(ps []oracle.Problem) FedClients {
 	lc := make(localClients, len(ps))
 	for m, p := range ps {
@@ -619,7 +642,7 @@ func (s *fedServer) round(level FedLevel, set []int, optional bool, steps func(m
 	}
 	r := &FedRound{Level: level, Optional: optional, p: s.p, st: s.st}
 	for _, m := range set {
-		r.Tasks = append(r.Tasks, FedTask{Client: m, State: s.state, Fresh: s.fresh, Steps: append(s.pending[m], steps(m)...)})
+		r.Tasks = append(r.Tasks, FedTask{Client: m, State: s.state, Run: s.run(), Fresh: s.fresh, Steps: append(s.pending[m], steps(m)...)})
 		s.pending[m] = nil
 	}
 	s.fresh = false
@@ -665,18 +688,22 @@ func mean(dst []float64, replies [][]float64) (int, error) {
 	return len(got), nil
 }
 
-// setup sends the starting point to clients that keep their own state,
-// and refuses to resume a run on them: their state is not in the State.
+// run returns the identity of the run, kept in the State (0 when the
+// clients' state is the State's own).
+func (s *fedServer) run() uint64 { return uint64(s.st.Scalars[s.state+".run"]) }
+
+// setup starts the run on clients that keep their own state: it gives the
+// run an identity (in State.Scalars, so that a resumed State carries it)
+// and sends the starting point. A resumed run sends nothing: the clients
+// still hold its state, or refuse its tasks.
 func (s *fedServer) setup(name string, steps []FedStep) error {
-	if inState(s.c) {
+	if inState(s.c) || s.st.Iter > 0 && s.run() != 0 {
 		return nil
 	}
-	if s.st.Iter > 0 {
-		return fmt.Errorf("%s: the clients keep their state themselves (not in the State), so a run on them cannot resume at iteration %d: start a new run from State.X and State.Y", name, s.st.Iter)
-	}
+	s.st.Scalars[s.state+".run"] = float64(1 + binary.LittleEndian.Uint64(randomBits())>>12) // exact in a float64
 	r := &FedRound{Level: FedSetup, p: s.p, st: s.st}
 	for m := range s.m {
-		r.Tasks = append(r.Tasks, FedTask{Client: m, State: s.state, Fresh: true, Steps: steps})
+		r.Tasks = append(r.Tasks, FedTask{Client: m, State: s.state, Run: s.run(), Fresh: true, Steps: steps})
 	}
 	if err := s.c.Round(r); err != nil {
 		return fmt.Errorf("%s: sending the starting point: %w", name, err)
@@ -832,4 +859,12 @@ func (s *fedServer) monitor(withX bool) error {
 	}
 	aipodMean(s.st.Y, ys)
 	return nil
+}
+
+// randomBits returns 8 random bytes, not from the run's stream: a run's
+// identity must not change its random numbers.
+func randomBits() []byte {
+	b := make([]byte, 8)
+	crand.Read(b) // never fails (crypto/rand's contract)
+	return b
 }

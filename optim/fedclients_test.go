@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -44,9 +45,11 @@ func fedCases(c FedClients) []Method {
 // TestLocalClientsAreFederation: the clients as problems of their own that
 // keep their own state (LocalClients, the in-process twin of client
 // processes) give the runs of the simulated Federation bit for bit: x, y,
-// the oracle calls and the rounds, for every federated method; and a run
-// on them refuses to resume, since their state is not in the State —
-// except FedNest's, whose clients keep nothing between calls.
+// the oracle calls and the rounds, for every federated method — also when
+// the run stops after 7 iterations and resumes on the same clients, which
+// still hold its state. Once the clients have served another run, resuming
+// the first fails with ErrFedStale (FedNest's clients keep nothing
+// between calls, so its run resumes).
 func TestLocalClientsAreFederation(t *testing.T) {
 	p := stochasticProblem(t)
 	f := nonIID(t, p)
@@ -58,17 +61,24 @@ func TestLocalClientsAreFederation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Solve(p, x0, y0, s, local[i])
+		b, err := Solve(p, x0, y0, &Settings{MaxIter: 7, Seed: s.Seed, EvalEvery: -1}, local[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameBits(a.X, b.X) || !sameBits(a.Y, b.Y) || a.Calls != b.Calls || RoundsOf(a.State) != RoundsOf(b.State) {
-			t.Errorf("%T: Federation x = %v, y = %v, calls %+v, rounds %+v; LocalClients %v, %v, %+v, %+v",
-				sim[i], a.X, a.Y, a.Calls, RoundsOf(a.State), b.X, b.Y, b.Calls, RoundsOf(b.State))
+		if _, err := Resume(p, b.State, s, local[i]); err != nil {
+			t.Fatalf("%T: Resume on the same LocalClients: %v", local[i], err)
 		}
-		_, err = Resume(p, b.State, &Settings{MaxIter: 14, EvalEvery: -1}, local[i])
-		if _, stateless := local[i].(FedNest); stateless != (err == nil) || err != nil && !strings.Contains(err.Error(), "cannot resume") {
-			t.Errorf("%T: Resume on LocalClients: %v; want a refusal unless the clients keep nothing between calls (FedNest)", local[i], err)
+		if c := b.State; !sameBits(a.X, c.X) || !sameBits(a.Y, c.Y) || a.Calls != c.Calls || RoundsOf(a.State) != RoundsOf(c) {
+			t.Errorf("%T: Federation x = %v, y = %v, calls %+v, rounds %+v; LocalClients %v, %v, %+v, %+v",
+				sim[i], a.X, a.Y, a.Calls, RoundsOf(a.State), c.X, c.Y, c.Calls, RoundsOf(c))
+		}
+		old := b.State.Clone()
+		if _, err := Solve(p, x0, y0, &Settings{MaxIter: 2, Seed: 99, EvalEvery: -1}, local[i]); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Resume(p, old, &Settings{MaxIter: 14, EvalEvery: -1}, local[i])
+		if _, stateless := local[i].(FedNest); stateless != (err == nil) || err != nil && !errors.Is(err, ErrFedStale) {
+			t.Errorf("%T: Resume after another run on the clients: %v; want ErrFedStale unless the clients keep nothing between calls (FedNest)", local[i], err)
 		}
 	}
 }
@@ -153,25 +163,29 @@ func TestFedClientRefuses(t *testing.T) {
 	p := stochasticProblem(t)
 	c := NewFedClient(p)
 	for _, task := range []FedTask{
-		{Client: 1, Steps: []FedStep{{Op: 0}}},
-		{Client: 1, Steps: []FedStep{{Op: fedOps}}},
-		{Client: 1, Steps: []FedStep{{Op: fedGradGY, Batch: []int{200}}}},
-		{Client: 1, Steps: []FedStep{{Op: fedGradF, Batch: []int{-1}}}},
-		{Client: 1, Steps: []FedStep{{Op: fedGradGY, Batch: []int{}}}},
-		{Client: 1, Steps: []FedStep{{Op: fedSet, Name: "y", Vec: []float64{1}}}},
-		{Client: 1, Steps: []FedStep{{Op: fedSet, Name: "r", Vec: make([]float64, 5)}}},
-		{Client: 1, Steps: []FedStep{{Op: fedSend, Name: "nothing"}}},
-		{Client: 1, Steps: []FedStep{send("y"), {Op: fedHVP, Vec: make([]float64, 4)}}},
-		{Client: 1, Steps: []FedStep{{Op: fedMediumHat, Name: "x"}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: 0}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedOps}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedGradGY, Batch: []int{200}}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedGradF, Batch: []int{-1}}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedGradGY, Batch: []int{}}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedSet, Name: "y", Vec: []float64{1}}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedSet, Name: "r", Vec: make([]float64, 5)}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedSend, Name: "nothing"}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{send("y"), {Op: fedHVP, Vec: make([]float64, 4)}}},
+		{Client: 1, Fresh: true, Steps: []FedStep{{Op: fedMediumHat, Name: "x"}}},
 	} {
 		_, _, err := c.Run(&task)
 		if err == nil || !strings.Contains(err.Error(), "client 1, step") {
 			t.Errorf("%+v: %v, want an error naming client 1 and the step", task.Steps, err)
 		}
 	}
+	// A task that reads state the client does not hold is ErrFedStale.
+	if _, _, err := NewFedClient(p).Run(&FedTask{Client: 1, Run: 7, Steps: []FedStep{send("y")}}); !errors.Is(err, ErrFedStale) {
+		t.Errorf("a task of a run the client never saw: %v, want ErrFedStale", err)
+	}
 	// A panic of an oracle is an error too.
 	c = NewFedClient(panicky{p})
-	if _, _, err := c.Run(&FedTask{Client: 3, Steps: []FedStep{{Op: fedGradGY}}}); err == nil || !strings.Contains(err.Error(), "client 3") {
+	if _, _, err := c.Run(&FedTask{Client: 3, Fresh: true, Steps: []FedStep{{Op: fedGradGY}}}); err == nil || !strings.Contains(err.Error(), "client 3") {
 		t.Errorf("a panicking oracle: %v", err)
 	}
 }
