@@ -328,6 +328,7 @@ func (m FedEAiPOD) Init(p oracle.Problem, st *State) error {
 	n := fedClients(m.Clients)
 	checks := []error{
 		m.EAiPOD.check("FedEAiPOD", p),
+		fedCheckSeries("FedEAiPOD.Series", m.Series),
 		fedNoLower("FedEAiPOD", m.Lower),
 		checkDelta("FedEAiPOD.Delta", m.Delta, nil),
 		fedCheck("FedEAiPOD", m.Clients, p, st, m.InnerBatch, m.HessianBatch, m.UpperBatch),

@@ -776,6 +776,16 @@ func (s *fedServer) neumann(set []int, optional bool, eta float64, n int, series
 	return v, set, err
 }
 
+// fedCheckSeries accepts the estimators the federated methods compute:
+// the two Neumann series of Algorithm 8 (FedIHGP), whose every product is a
+// round.
+func fedCheckSeries(name string, series NeumannEstimator) error {
+	if series != NeumannRandomTerm && series != NeumannPartialSum {
+		return fmt.Errorf("%s = %v: the federated methods estimate the inverse-Hessian product by NeumannRandomTerm or NeumannPartialSum", name, series)
+	}
+	return nil
+}
+
 // answered returns the clients of set whose replies are not nil.
 func answered(set []int, replies [][]float64) []int {
 	var out []int

@@ -101,7 +101,7 @@ func (m FedNest) Init(p oracle.Problem, st *State) error {
 		checkCount("FedNest.InnerSteps", m.InnerSteps),
 		checkCount("FedNest.OuterSteps", m.OuterSteps),
 		checkCount("FedNest.N", m.N),
-		aipodCheckSeries("FedNest.Series", m.Series),
+		fedCheckSeries("FedNest.Series", m.Series),
 		frac,
 		checkBatch(p, "FedNest.InnerBatch", m.InnerBatch, Lower),
 		checkBatch(p, "FedNest.HessianBatch", m.HessianBatch, Lower),
