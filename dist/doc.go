@@ -34,6 +34,20 @@
 // only the vector once each worker holds the point), HessYY and HessXY.
 // So optim.Solve, implicit.Hypergradient and unroll run on it unchanged.
 //
+// Federated clients. Settings.LowerSizes and UpperSizes split the levels
+// into shards of given sizes: the partitions of the clients of a federated
+// run, each built by the model's Constructor in one worker and held there
+// alone. Problem.Clients returns them as optim.FedClients, so that
+// optim.FedEAiPOD, FedE2AiPOD and FedNest run their clients as processes:
+// a round sends each participating client its task (the algorithm's steps
+// on its own data and state) and gets back what the client sends; the
+// worker runs it with optim.FedClient on the shard's problem, so the run
+// is that of optim.LocalClients bit for bit. FedTraffic counts the rounds,
+// messages and bytes of each level. A client whose worker is lost fails
+// the round, naming it (or an optional round of partial participation
+// goes on without it); a restarted client that lost its state refuses
+// the tasks that read it.
+//
 // Faults. Every wait has a deadline (Settings). A worker is pinged while
 // it owes an answer; a killed one is noticed at the first ping (the server
 // reports that nobody listens), and its calls go to another worker
@@ -44,10 +58,12 @@
 // gives the same bits as one without. A killed coordinator resumes from
 // optim's checkpoint with a new Problem: the workers keep what they built.
 //
-// Errors. The oracles keep the signatures of optim.Problem, which have no
-// error: a call that fails sets Err and returns NaN, which stops a solver
-// at its non-finite check (with its last finite state saved); Err says
-// what happened.
+// Errors. The oracles keep the signatures of oracle.Problem, which have no
+// error: a call that fails sets Err to a *CallError and returns NaN. The
+// problem declares Err among its capabilities (oracle.Capabilities.Err),
+// so a solver stops at its non-finite check (with its last finite state
+// saved) and returns the *CallError wrapped in its own error, naming the
+// iteration and the oracle.
 //
 // Transport and security. StartServer embeds a NATS server listening on
 // 127.0.0.1 only, admitting clients with a random token: nothing to

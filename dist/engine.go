@@ -37,19 +37,25 @@ type request struct {
 	state        int
 	again        bool      // send the linearization's point again
 	since        time.Time // when the current state began
+	// optional: the exchange may go on without this part (its result
+	// then stays nil) when its shard has no live worker, its worker does
+	// not finish in time, or a client lost its state.
+	optional bool
 }
 
 // exchange sends one request per part and waits until each has its result,
 // moving a request to another worker of its shard, or to a worker that
 // joins, when its worker is lost. body builds the call for a worker; again
-// asks it to carry a linearization's point. Results must have wantA and
-// wantB entries.
-func (p *Problem) exchange(op uint8, parts []part, body func(*part, *workerRef, bool) *callBody, wantA, wantB int) error {
+// asks it to carry a linearization's point. Results must have wantA (any
+// when negative) and wantB entries. With optional, a part whose shard
+// cannot answer is left without a result (nil) instead of failing the
+// exchange.
+func (p *Problem) exchange(op uint8, parts []part, body func(*part, *workerRef, bool) *callBody, wantA, wantB int, optional ...bool) error {
 	p.xerr = nil
 	p.active = p.active[:0]
 	for k := range parts {
 		parts[k].res, parts[k].from = nil, nil
-		p.active = append(p.active, &request{pt: &parts[k], op: op, body: body, wantA: wantA, wantB: wantB})
+		p.active = append(p.active, &request{pt: &parts[k], op: op, body: body, wantA: wantA, wantB: wantB, optional: len(optional) > 0 && optional[0]})
 	}
 	defer p.endExchange()
 	for _, r := range p.active {
@@ -68,7 +74,9 @@ func (p *Problem) exchange(op uint8, parts []part, body func(*part, *workerRef, 
 	}
 	var slowest uint64
 	for _, pt := range parts {
-		slowest = max(slowest, pt.res.nanos)
+		if pt.res != nil {
+			slowest = max(slowest, pt.res.nanos)
+		}
 	}
 	p.stats.Compute += time.Duration(slowest)
 	return nil
@@ -146,6 +154,10 @@ func (p *Problem) send(r *request, w *workerRef) {
 		&message{kind: kindCall, seq: r.seq, body: c}); err != nil {
 		p.fail(err)
 	}
+	if p.round != nil {
+		p.round.Requests++
+		p.round.BytesOut += int64(len(p.buf))
+	}
 }
 
 // dispatch sends r to a worker of its shard, or has a spare worker build
@@ -167,6 +179,10 @@ func (p *Problem) dispatch(r *request) {
 	if ws := p.usable(); len(ws) > 0 {
 		r.worker, r.state = ws[0], reqAttaching
 		p.attachOrFail(ws[0], []int{idx})
+		return
+	}
+	if r.optional {
+		p.skip(r, fmt.Sprintf("shard %d has no live worker", idx))
 		return
 	}
 	r.worker, r.state = nil, reqOrphan
@@ -245,6 +261,10 @@ func (p *Problem) receive(msg *nats.Msg) {
 	w.lastHeard = time.Now()
 	switch {
 	case r != nil:
+		if p.round != nil {
+			p.round.Replies++
+			p.round.BytesIn += int64(len(msg.Data))
+		}
 		p.result(r, m)
 	case attaching != nil && seq == w.attachSeq: // else a newer attach supersedes it
 		p.attached(w, m)
@@ -264,11 +284,20 @@ func (p *Problem) result(r *request, m *message) {
 		case codeNoLin:
 			r.again = true
 			p.send(r, w)
+		case codeStale:
+			if p.round != nil {
+				p.round.Refusals++
+			}
+			if r.optional {
+				p.skip(r, fmt.Sprintf("worker %s: %s", w.name, b.text))
+				return
+			}
+			p.fail(fmt.Errorf("dist: worker %s: %s", w.name, b.text))
 		default:
 			p.fail(fmt.Errorf("dist: worker %s: %s", w.name, b.text))
 		}
 	case *resultBody:
-		if b.shard != r.pt.shard.spec.index || b.op != r.op || len(b.a) != r.wantA || len(b.b) != r.wantB {
+		if b.shard != r.pt.shard.spec.index || b.op != r.op || (r.wantA >= 0 && len(b.a) != r.wantA) || len(b.b) != r.wantB {
 			p.fail(fmt.Errorf("dist: worker %s answered %s on shard %d with %s on shard %d and vectors of %d and %d entries; want %d and %d",
 				w.name, opName(r.op), r.pt.shard.spec.index, opName(b.op), b.shard, len(b.a), len(b.b), r.wantA, r.wantB))
 			return
@@ -407,12 +436,24 @@ func (p *Problem) lost(w *workerRef, why string) {
 	}
 }
 
+// skip ends r without a result, as its optional exchange allows.
+func (p *Problem) skip(r *request, why string) {
+	r.worker, r.state, r.pt.res = nil, reqDone, nil
+	p.stats.Skipped++
+	p.s.Log("dist: the exchange goes on without shard %d: %s", r.pt.shard.spec.index, why)
+}
+
 // tick probes the workers that owe answers and enforces the deadlines.
 func (p *Problem) tick(now time.Time) error {
 	owing := map[*workerRef]bool{}
 	for _, r := range p.active {
 		switch r.state {
 		case reqSent:
+			if now.Sub(r.since) > p.s.CallTimeout && r.optional {
+				delete(p.calls, r.seq)
+				p.skip(r, fmt.Sprintf("worker %s did not finish within Settings.CallTimeout = %v", r.worker.name, p.s.CallTimeout))
+				continue
+			}
 			if now.Sub(r.since) > p.s.CallTimeout {
 				return fmt.Errorf("dist: worker %s did not finish %s on shard %d within Settings.CallTimeout = %v (it answers pings)", r.worker.name, opName(r.op), r.pt.shard.spec.index, p.s.CallTimeout)
 			}

@@ -139,6 +139,12 @@ func TestWorkerStaysAway(t *testing.T) {
 	if perr == nil {
 		t.Fatal("Err is nil after the run failed")
 	}
+	// The solver's error carries the distributed cause: the iteration and
+	// the oracle from optim, the shard and the worker from dist.
+	var ce *CallError
+	if !errors.As(err, &ce) || ce != perr || nf.Oracle == "" || nf.Iter < 1 || !strings.Contains(err.Error(), ce.Error()) {
+		t.Errorf("Solve: %v; want a NonFiniteError naming the iteration and oracle that wraps Err = %v", err, perr)
+	}
 	msg := perr.Error()
 	named := slices.ContainsFunc(c.ws.Names(), func(n string) bool { return strings.Contains(msg, "worker "+n+" was lost") })
 	if !named || !strings.Contains(msg, "has no worker") || !strings.Contains(msg, "JoinTimeout") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/optim"
 	"github.com/nats-io/nats.go"
 	"gonum.org/v1/gonum/mat"
 )
@@ -28,13 +29,21 @@ type Settings struct {
 	// into (contiguous ranges of nearly equal size); 0 means
 	// Workers/Replicas.
 	Shards int
+	// LowerSizes and UpperSizes, when set, split the levels into shards
+	// of these sizes instead, in order (one per shard, each ≥ 1): the
+	// clients of a federated run, each holding its own partition
+	// (Problem.Clients). They fix Shards, and NumLower and NumUpper, when
+	// not 0, must be their sums.
+	LowerSizes, UpperSizes []int
 	// Replicas is the number of workers that hold each shard (default 1):
 	// when one is lost, its calls go to another at once. With 1, a lost
 	// worker's calls wait up to JoinTimeout for a worker to join.
 	Replicas int
 	// Workers is the number of workers New waits for and uses; 0 means
-	// Shards·Replicas. Workers beyond Shards·Replicas are spares: each
-	// takes over the shards of a lost worker.
+	// Shards·Replicas. Fewer hold several shards each (shard k's replicas
+	// on workers kR, …, kR + R − 1 modulo Workers); workers beyond
+	// Shards·Replicas are spares: each takes over the shards of a lost
+	// worker.
 	Workers int
 	// Pool is the subject prefix shared with the workers (default
 	// DefaultPool).
@@ -71,8 +80,9 @@ type Stats struct {
 	BytesSent, BytesReceived       int64
 	// Retries counts requests sent again because their worker was lost;
 	// Lost the workers declared lost; Joined the workers attached after
-	// New.
-	Retries, Lost, Joined int
+	// New; Skipped the parts of optional exchanges (a federated round with
+	// partial participation) that went on without their shard.
+	Retries, Lost, Joined, Skipped int
 	// Wall is the time spent in oracle calls; Compute the sum over calls
 	// of the slowest worker's computing time.
 	Wall, Compute time.Duration
@@ -119,6 +129,8 @@ type Problem struct {
 	checked  map[[2]int]bool
 	err      error
 	stats    Stats
+	fed      [optim.FedMonitor + 1]FedTraffic // by optim.FedLevel
+	round    *FedTraffic                      // the level of the federated round in progress, if any
 }
 
 type workerRef struct {
@@ -160,9 +172,16 @@ func New(nc *nats.Conn, s Settings) (*Problem, error) {
 	p.inbox = subject(s.Pool, "c", fmt.Sprintf("%016x", p.session))
 	for lv, n := range []int{s.NumLower, s.NumUpper} {
 		p.levels[lv] = levelSplit{total: n}
+		sizes := [][]int{s.LowerSizes, s.UpperSizes}[lv]
 		if n > 0 {
+			start := 0
 			for k := range s.Shards + 1 {
-				p.levels[lv].starts = append(p.levels[lv].starts, k*n/s.Shards)
+				if sizes == nil {
+					start = k * n / s.Shards
+				} else if k > 0 {
+					start += sizes[k-1]
+				}
+				p.levels[lv].starts = append(p.levels[lv].starts, start)
 			}
 		}
 	}
@@ -200,6 +219,9 @@ func (s *Settings) defaults() error {
 	if s.Replicas == 0 {
 		s.Replicas = 1
 	}
+	if err := s.sizes(); err != nil {
+		return err
+	}
 	switch {
 	case s.Replicas < 0 || s.Shards < 0 || s.Workers < 0 || s.Threads < 0 || s.Threads > math.MaxUint16:
 		return fmt.Errorf("dist: Settings: Shards = %d, Replicas = %d, Workers = %d, Threads = %d: none may be negative", s.Shards, s.Replicas, s.Workers, s.Threads)
@@ -210,7 +232,7 @@ func (s *Settings) defaults() error {
 	case s.Workers == 0:
 		s.Workers = s.Shards * s.Replicas
 	}
-	if s.Shards < 1 || s.Workers < s.Replicas || s.Workers < s.Shards {
+	if s.Shards < 1 || s.Workers < s.Replicas {
 		return fmt.Errorf("dist: Settings: %d workers cannot hold %d shards %d times each", s.Workers, max(s.Shards, 1), s.Replicas)
 	}
 	if s.Shards > math.MaxUint16 {
@@ -243,6 +265,36 @@ func (s *Settings) defaults() error {
 	}
 	if s.Log == nil {
 		s.Log = func(string, ...any) {}
+	}
+	return nil
+}
+
+// sizes applies LowerSizes and UpperSizes to Shards, NumLower and
+// NumUpper.
+func (s *Settings) sizes() error {
+	for _, l := range []struct {
+		name, num string
+		sizes     []int
+		n         *int
+	}{{"LowerSizes", "NumLower", s.LowerSizes, &s.NumLower}, {"UpperSizes", "NumUpper", s.UpperSizes, &s.NumUpper}} {
+		if l.sizes == nil {
+			continue
+		}
+		if s.Shards != 0 && s.Shards != len(l.sizes) {
+			return fmt.Errorf("dist: Settings.%s has %d shards, Settings.Shards = %d", l.name, len(l.sizes), s.Shards)
+		}
+		s.Shards = len(l.sizes)
+		sum := 0
+		for k, n := range l.sizes {
+			if n < 1 || n > math.MaxUint32 {
+				return fmt.Errorf("dist: Settings.%s[%d] = %d: every shard needs 1 to 2³²−1 samples", l.name, k, n)
+			}
+			sum += n
+		}
+		if *l.n != 0 && *l.n != sum {
+			return fmt.Errorf("dist: Settings.%s = %d, but Settings.%s adds up to %d", l.num, *l.n, l.name, sum)
+		}
+		*l.n = sum
 	}
 	return nil
 }
@@ -358,8 +410,23 @@ func (p *Problem) Close() error {
 	return first
 }
 
-// Err returns the error that stopped the problem, or nil.
+// Err returns the error that stopped the problem, or nil: a *CallError
+// after a failed oracle call.
 func (p *Problem) Err() error { return p.err }
+
+// CallError reports an oracle call that could not be completed: every
+// worker of a shard lost and none joined in time, a worker's error, a
+// malformed reply. Err says which shard and worker, and why.
+type CallError struct {
+	// Oracle names the call ("GradG", "HVP (linearized)", …).
+	Oracle string
+	Err    error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("dist: %s failed: %v", e.Oracle, e.Err) }
+
+// Unwrap returns Err.
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Stats returns the calls and messages so far.
 func (p *Problem) Stats() Stats { return p.stats }
@@ -504,7 +571,7 @@ func (p *Problem) evaluate(op uint8, parts []part, body func(*part) *callBody, w
 	err := p.exchange(op, parts, func(pt *part, _ *workerRef, _ bool) *callBody { return body(pt) }, wantA, wantB)
 	p.stats.Wall += time.Since(t)
 	if err != nil {
-		p.err = err
+		p.err = &CallError{Oracle: opName(op), Err: err}
 		return false
 	}
 	return true
@@ -758,7 +825,7 @@ func (l *Linearization) product(op uint8, dst []float64, n int, v []float64) {
 	}, n, 0)
 	p.stats.Wall += time.Since(t)
 	if err != nil {
-		p.err = err
+		p.err = &CallError{Oracle: opName(op), Err: err}
 		fillNaN(dst)
 		return
 	}

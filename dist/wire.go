@@ -10,7 +10,7 @@ import (
 )
 
 // The wire format of every message between a coordinator and its workers,
-// version 1. Integers are little-endian; a string is its length (one byte,
+// version 2 (version 1 had no payload bytes in calls and results). Integers are little-endian; a string is its length (one byte,
 // or two for text) and its bytes; a vector is its length n (four bytes)
 // and n float64 bit patterns; an index list is its length and n four-byte
 // indices.
@@ -31,7 +31,7 @@ import (
 // panic.
 const (
 	wireMagic   = "BLVD"
-	wireVersion = 1
+	wireVersion = 2
 	maxName     = 64
 )
 
@@ -102,7 +102,8 @@ type callBody struct {
 	x     []float64
 	y     []float64
 	v     []float64
-	batch []int // local indices; nil (flagBatch unset) for all of the shard's samples
+	batch []int  // local indices; nil (flagBatch unset) for all of the shard's samples
+	data  []byte // opFed: the client's task (encodeTask)
 }
 
 // resultBody answers a callBody.
@@ -112,6 +113,7 @@ type resultBody struct {
 	nanos  uint64 // time the worker spent computing
 	scalar float64
 	a, b   []float64
+	data   []byte // opFed: the client's oracle calls (encodeCalls)
 }
 
 // errorBody says why a request failed.
@@ -126,6 +128,7 @@ const (
 	codeFailed  = 1 + iota // the request cannot succeed (an oracle error, a malformed message)
 	codeNotHeld            // the worker does not hold the shard for this session: attach it
 	codeNoLin              // the worker does not hold the linearization: send its point again
+	codeStale              // opFed: the client lost the state the task reads (its process was restarted)
 )
 
 // Call flags.
@@ -151,10 +154,11 @@ const (
 	opHessYY
 	opHessXY
 	opCheckBatch
+	opFed // a federated client's task (optim.FedTask) on the shard, its data
 	opCount
 )
 
-var opNames = [opCount]string{"", "F", "G", "GradF", "GradG", "HVP", "MixedXY", "MixedYX", "HVP (linearized)", "MixedXY (linearized)", "HessYY", "HessXY", "CheckBatch"}
+var opNames = [opCount]string{"", "F", "G", "GradF", "GradG", "HVP", "MixedXY", "MixedYX", "HVP (linearized)", "MixedXY (linearized)", "HessYY", "HessXY", "CheckBatch", "a client's task"}
 
 func opName(op uint8) string {
 	if op < opCount {
@@ -279,6 +283,7 @@ func encode(buf []byte, m *message) []byte {
 		e.f64s(b.y)
 		e.f64s(b.v)
 		e.ints(b.batch)
+		e.bytes32(b.data)
 	case *resultBody:
 		e.u32(b.shard)
 		e.u8(b.op)
@@ -286,6 +291,7 @@ func encode(buf []byte, m *message) []byte {
 		e.f64(b.scalar)
 		e.f64s(b.a)
 		e.f64s(b.b)
+		e.bytes32(b.data)
 	case *errorBody:
 		e.u32(b.shard)
 		e.u8(b.code)
@@ -358,7 +364,7 @@ func (d *decoder) str16(what string) string { return string(d.take(int(d.u16(wha
 
 func (d *decoder) bytes32(what string) []byte {
 	n := d.u32(what)
-	if p := d.take(int(min(n, math.MaxInt32)), what); p != nil {
+	if p := d.take(int(min(n, math.MaxInt32)), what); len(p) > 0 {
 		return append([]byte{}, p...)
 	}
 	return nil
@@ -482,7 +488,7 @@ func decode(data []byte) (*message, error) {
 			x0: d.f64s("x0"), y0: d.f64s("y0")}
 	case kindCall:
 		b := &callBody{shard: d.u32("shard"), op: d.u8("op"), flags: d.u8("flags"), arg: d.u64("arg"),
-			x: d.f64s("x"), y: d.f64s("y"), v: d.f64s("v"), batch: d.ints("batch")}
+			x: d.f64s("x"), y: d.f64s("y"), v: d.f64s("v"), batch: d.ints("batch"), data: d.bytes32("data")}
 		if d.err == nil && (b.op == 0 || b.op >= opCount) {
 			d.fail("unknown oracle %d", b.op)
 		}
@@ -497,10 +503,10 @@ func decode(data []byte) (*message, error) {
 		m.body = b
 	case kindResult:
 		m.body = &resultBody{shard: d.u32("shard"), op: d.u8("op"), nanos: d.u64("nanos"), scalar: d.f64("scalar"),
-			a: d.f64s("first vector"), b: d.f64s("second vector")}
+			a: d.f64s("first vector"), b: d.f64s("second vector"), data: d.bytes32("data")}
 	case kindError:
 		b := &errorBody{shard: d.u32("shard"), code: d.u8("code"), text: d.str16("text")}
-		if d.err == nil && (b.code < codeFailed || b.code > codeNoLin) {
+		if d.err == nil && (b.code < codeFailed || b.code > codeStale) {
 			d.fail("unknown error code %d", b.code)
 		}
 		m.body = b

@@ -23,7 +23,10 @@ func wireSamples() []*message {
 		{kind: kindCall, sender: "c", session: 9, seq: 3, body: &callBody{shard: 1, op: opLinHVP, flags: flagBatch | flagSetup, arg: 7,
 			x: []float64{1}, y: []float64{2, 3}, v: []float64{4, 5}, batch: []int{0, 4, 4}}},
 		{kind: kindCall, sender: "c", session: 9, seq: 4, body: &callBody{shard: 0, op: opG}},
+		{kind: kindCall, sender: "c", session: 9, seq: 6, body: &callBody{shard: 2, op: opFed, data: []byte{1, 2, 3}}},
 		{kind: kindResult, sender: "w-1", session: 9, seq: 3, body: &resultBody{shard: 1, op: opLinHVP, nanos: 12345, scalar: -0.5, a: []float64{1, 2}}},
+		{kind: kindResult, sender: "w-1", session: 9, seq: 6, body: &resultBody{shard: 2, op: opFed, a: []float64{3}, data: []byte{4}}},
+		{kind: kindError, sender: "w-1", session: 9, seq: 6, body: &errorBody{shard: 2, code: codeStale, text: "client 2 lost its state"}},
 		{kind: kindError, sender: "w-1", session: 9, seq: 3, body: &errorBody{shard: 1, code: codeNoLin, text: "linearization 7 is not held"}},
 		{kind: kindPing, sender: "c", session: 9, seq: 5},
 		{kind: kindPong, sender: "w-1", session: 9, seq: 5},
@@ -73,8 +76,8 @@ func TestWireErrors(t *testing.T) {
 		{"truncated", call[:len(call)-3], "call message"},
 		{"trailing", append(append([]byte{}, call...), 0), "bytes after the end"},
 		{"huge vector", huge, "announces"},
-		{"bad sender", append([]byte("BLVD\x01\x05\x03a.b"), call[9:]...), "sender"},
-		{"unknown kind", append([]byte("BLVD\x01\x63"), call[6:]...), "unknown message kind 99"},
+		{"bad sender", append([]byte("BLVD\x02\x05\x03a.b"), call[9:]...), "sender"},
+		{"unknown kind", append([]byte("BLVD\x02\x63"), call[6:]...), "unknown message kind 99"},
 	} {
 		m, err := decode(tc.data)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

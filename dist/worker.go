@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/optim"
 	"github.com/nats-io/nats.go"
 	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
@@ -68,6 +69,8 @@ type shard struct {
 	outer, inner []graph.Var
 	x0, y0       []float64
 	lins         []linEntry // most recently used first
+	// fed is the federated client on the shard, with its state.
+	fed *optim.FedClient
 }
 
 type linEntry struct {
@@ -284,6 +287,7 @@ func (w *worker) attach(session uint64, a *attachBody) error {
 		s := byKey[key]
 		if s != nil && session != w.session {
 			s.lins = nil // a new coordinator numbers its linearizations afresh
+			s.fed = nil
 		}
 		if s == nil {
 			t := time.Now()
@@ -502,6 +506,9 @@ func (s *shard) call(c *callBody) (res *resultBody, code uint8, err error) {
 			res, code, err = nil, codeFailed, fmt.Errorf("panic: %v", r)
 		}
 	}()
+	if c.op == opFed {
+		return s.fedCall(c)
+	}
 	dx, dy := s.p.DimX(), s.p.DimY()
 	upper := c.op == opF || c.op == opGradF || (c.op == opCheckBatch && c.flags&flagUpper != 0)
 	if err := s.checkBatch(c.batch, upper); err != nil {

@@ -116,7 +116,9 @@ type Result struct {
 // If the solve fails, Hypergradient returns its error without the mixed
 // product: dst then holds ∇x f(x, y) and Result.V the solver's last good
 // iterate, so a caller that accepts a truncated solve can finish the
-// estimate with MixedXY itself.
+// estimate with MixedXY itself. The error wraps the problem's own cause
+// (oracle.Capabilities.Err) when it reports one: a failed distributed call
+// reaches the solver as NaN.
 func Hypergradient(dst []float64, p oracle.Implicit, x, y []float64, s *Settings) (Result, error) {
 	if s == nil {
 		s = &Settings{}
@@ -144,6 +146,8 @@ func Hypergradient(dst []float64, p oracle.Implicit, x, y []float64, s *Settings
 	res.Stats, res.Calls.HVP = st, int64(st.HVP)
 	if err == nil {
 		res.Calls.MixedXY = 1
+	} else if cause := p.Capabilities().Err; cause != nil && cause() != nil {
+		err = fmt.Errorf("%w, because the problem's oracles failed: %w", err, cause())
 	}
 	return res, err
 }

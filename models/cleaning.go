@@ -17,6 +17,12 @@ type CleaningSettings struct {
 	// Bias adds an intercept b ∈ R^c to the logits, an inner variable
 	// penalized with W: C_r(‖W‖² + ‖b‖²).
 	Bias bool
+	// Offset and Samples make the model a shard of a larger training set
+	// (a worker's part in package dist): train holds the training samples
+	// Offset, …, Offset+N−1 of Samples in all; λ keeps all Samples
+	// entries, and each sample's weight is read at its global index. 0
+	// and 0 mean the whole set (Offset 0, Samples N).
+	Offset, Samples int
 }
 
 // CleaningModel is data hyper-cleaning, paper 003 (Ji, Yang, Liang 2021),
@@ -27,7 +33,8 @@ type CleaningSettings struct {
 //
 //	g(λ, W) = mean_i σ(λ_i) CE(x_iᵀW, y_i) + C_r‖W‖²,  f(λ, W) = CE(X'W, Y'),
 //
-// with W ∈ R^{d×c} and λ ∈ R^n, n the number of training samples. The
+// with W ∈ R^{d×c} and λ ∈ R^n, n the number of training samples (all of
+// them, CleaningSettings.Samples, when train is a shard of them). The
 // weights are gathered by sample index (graph.Gather on a graph.SampleIndex
 // data node), so an oracle on a batch of training samples reads and
 // differentiates exactly the batch's λ_i. λ starts at 0 (every weight ½), W
@@ -67,13 +74,29 @@ func HyperCleaning(train, val Data, classes int, s CleaningSettings) (*CleaningM
 	case !(cr > 0) || math.IsInf(cr, 1):
 		return nil, fmt.Errorf("models: HyperCleaning: Cr = %v; want C_r > 0", s.Cr)
 	}
+	total := s.Samples
+	if total == 0 {
+		total = train.N
+	}
+	if s.Offset < 0 || s.Offset+train.N > total {
+		return nil, fmt.Errorf("models: HyperCleaning: Offset = %d and Samples = %d for %d training samples; want 0 ≤ Offset ≤ Samples − %d", s.Offset, s.Samples, train.N, train.N)
+	}
 	m := &CleaningModel{Cr: cr}
 	err := building("hyper-cleaning", func() {
 		n, d, c := train.N, train.D, classes
 		g := G.NewGraph()
-		lambda := input(g, "lambda", make([]float64, n), n)
+		lambda := input(g, "lambda", make([]float64, total), total)
 		w := input(g, "W", make([]float64, d*c), d, c)
-		idx := graph.SampleIndex(g, "sample", n)
+		var idx *G.Node
+		if total == n {
+			idx = graph.SampleIndex(g, "sample", n)
+		} else {
+			global := make([]float64, n)
+			for i := range global {
+				global[i] = float64(s.Offset + i)
+			}
+			idx = input(g, "sample", global, n)
+		}
 		x := input(g, "X", train.X, n, d)
 		y := input(g, "Y", oneHot(train.Labels, c), n, c)
 		xv := input(g, "Xval", val.X, val.N, d)

@@ -117,3 +117,59 @@ func TestCleaningValue(t *testing.T) {
 	}
 	near(t, "g", []float64{p.G(lambda, w, nil)}, []float64{want}, 1e-12)
 }
+
+// TestCleaningShard: the model of rows [10, 22) of 30 training samples with
+// Offset 10 and Samples 30 (a dist worker's shard) has the full model's λ
+// and, on a batch of its local indices, the full model's oracles on the
+// same samples' global indices: the weights are read, and their gradients
+// land, at the global index. Offsets that do not fit are errors.
+func TestCleaningShard(t *testing.T) {
+	const tol = 1e-12
+	rng := rand.New(rand.NewPCG(13, 14))
+	n, d, c := 30, 4, 3
+	train, val := randData(rng, n, d, c), randData(rng, 8, d, c)
+	full, err := HyperCleaning(train, val, c, CleaningSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := []int{0, 11, 4, 4}
+	global := []int{10, 21, 14, 14}
+	shard, err := HyperCleaning(rows(train, seq(10, 22)), val, c, CleaningSettings{Offset: 10, Samples: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := full.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := shard.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.DimX() != n || q.NumLower() != 12 {
+		t.Fatalf("shard: DimX %d, NumLower %d; want %d and 12", q.DimX(), q.NumLower(), n)
+	}
+	lambda, y, v := randVec(rng, n, 1), randVec(rng, p.DimY(), 0.5), randVec(rng, p.DimY(), 1)
+	near(t, "g", []float64{q.G(lambda, y, local)}, []float64{p.G(lambda, y, global)}, tol)
+	dx, dy, sx, sy := make([]float64, n), make([]float64, p.DimY()), make([]float64, n), make([]float64, p.DimY())
+	p.GradG(dx, dy, lambda, y, global)
+	q.GradG(sx, sy, lambda, y, local)
+	near(t, "∇λ g", sx, dx, tol)
+	near(t, "∇W g", sy, dy, tol)
+	p.MixedXY(dx, lambda, y, v, global)
+	q.MixedXY(sx, lambda, y, v, local)
+	near(t, "∇xy g·v", sx, dx, tol)
+	for _, s := range []CleaningSettings{{Offset: 19, Samples: n}, {Offset: -1, Samples: n}, {Samples: 5}} {
+		if _, err := HyperCleaning(rows(train, seq(10, 22)), val, c, s); err == nil {
+			t.Errorf("Offset %d, Samples %d for 12 samples: no error", s.Offset, s.Samples)
+		}
+	}
+}
+
+func seq(lo, hi int) []int {
+	s := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		s = append(s, i)
+	}
+	return s
+}

@@ -279,8 +279,8 @@ func (m EAiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	return m.iterate(e, r)
 }
 
-// iterate is one iteration of E-AiPOD on the clients of e (Algorithm 2, or
-// Algorithm 6 with Algorithms 7 and 8 for a federated e). Every client
+// iterate is one iteration of E-AiPOD on the client of e (Algorithm 2; the
+// federated form, FedEAiPOD, sends these formulas to its clients). It
 // starts from x = st.X, which it returns updated.
 func (m EAiPOD) iterate(e *aipodEnv, r [][]float64) (Iteration, error) {
 	p, st := e.p, e.st
@@ -387,9 +387,9 @@ func (m E2AiPOD) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	return Iteration{HypergradNorm: aipodStepNorm(old, st.X, m.Alpha)}, nil
 }
 
-// iterate is one iteration of E2-AiPOD on the clients of e (Algorithm 5,
-// or Algorithm 6 with Algorithms 7 and 9 for a federated e), updating the
-// clients' x_m in place. u and ev are the clients' medium-level variables
+// iterate is one iteration of E2-AiPOD on the client of e (Algorithm 5;
+// the federated form, FedE2AiPOD, sends these formulas to its clients),
+// updating x in place. u and ev are the clients' medium-level variables
 // (M·d_y, client-major); they are zeroed here unless WarmStart. d_f of eq.
 // 18a is implicit.Estimate whose solve is the medium level and whose cross
 // term is −∇xy g u (u ≈ −H⁻¹∇y f is the paper's sign).

@@ -8,13 +8,12 @@ package optim
 // communication counters. The hypergradient itself is implicit.Estimate
 // with implicit.Neumann on the clients' projected products.
 //
-// Every routine works on M "clients", each with its own x_m, y_m and data
-// shards. A centralized method is one client whose projections are those
-// onto X and Y(x); a federated method (Section 5) has M clients whose
-// projections onto the consensus sets are averages (eq. 24), one
-// communication round each. Both run the same code, so a federated method
-// with one client that owns the whole data set performs exactly the floating
-// point operations of its centralized form without constraints.
+// The routines work on "clients", each with its own x_m and y_m: a
+// centralized method is one client whose projections are those onto X and
+// Y(x). The federated methods of Section 5 (fedclients.go, aipod_fed.go)
+// send the same formulas to their clients, so a federated method with one
+// client that owns the whole data set performs exactly the floating point
+// operations of its centralized form without constraints.
 
 import (
 	"fmt"
@@ -33,17 +32,18 @@ import (
 type Rounds struct {
 	// Lower counts lower-level projections: Proj_Y(x) in eq. 5 (AiPOD),
 	// the projections that ProxSkip draws in eq. 10b (E-AiPOD, E2-AiPOD;
-	// Algorithm 7 in the federated form) or, for FedNestBaseline, the
-	// rounds that average the lower-level gradients.
+	// Algorithm 7 in the federated form) or, for FedNest, the rounds of
+	// FedInn (two per call: the clients' gradients and their y).
 	Lower int64
 	// Upper counts explicit upper-level projections: Proj_X after the
 	// x-update (Algorithm 1 line 7, eq. 12, eq. 18b), the averaging of the
-	// clients' x (Algorithm 6) or of their hypergradients (FedNestBaseline).
+	// clients' x (Algorithm 6), or FedOut's two rounds (FedNest: the
+	// clients' hypergradients and their x).
 	Upper int64
 	// Implicit counts the upper-level projections inside the hypergradient:
 	// one P_y (a round averaging ∇y f or Hessian-vector products, Algorithm
 	// 8) per term of the Neumann series (9b) for AiPOD, E-AiPOD and
-	// FedNestBaseline, and the medium-level projections of eq. 17b
+	// FedNest, and the medium-level projections of eq. 17b
 	// (Algorithm 9) for E2-AiPOD. Paper 004 counts them as upper-level
 	// projections ("UL: K + KN", Corollary 2).
 	Implicit int64
@@ -60,7 +60,7 @@ const (
 )
 
 // RoundsOf returns the cumulative projection (communication) counts of a run
-// of AiPOD, EAiPOD, E2AiPOD, FedEAiPOD, FedE2AiPOD or FedNestBaseline, saved
+// of AiPOD, EAiPOD, E2AiPOD, FedEAiPOD, FedE2AiPOD or FedNest, saved
 // in st.Scalars. To plot a figure against communication rounds, run Solve
 // for a few iterations and then Resume in chunks, reading RoundsOf between
 // chunks: resumed runs are bit for bit the uninterrupted one.
@@ -118,9 +118,6 @@ type aipodEnv struct {
 	p  oracle.Problem
 	st *State
 	m  int
-	// lower and upper are the clients' shards; nil: one client holding the
-	// whole data sets, whose batches come from st.Batch.
-	lower, upper [][]int
 	// set is the lower constraint Y(x) of a centralized run (nil: none);
 	// coef locates the minimum-norm point of Y(x_k) (see atX).
 	set  *LowerEquality
@@ -164,27 +161,9 @@ func aipodSame(v []float64, m int) [][]float64 {
 	return s
 }
 
-// batch draws client m's batch of size elements of the data set: from
-// st.Batch without shards, else uniformly with replacement from the shard
-// (size 0: the whole shard).
-func (e *aipodEnv) batch(set DataSet, m, size int) []int {
-	shards := e.lower
-	if set == Upper {
-		shards = e.upper
-	}
-	if shards == nil {
-		return e.st.Batch(e.p, set, size)
-	}
-	sh := shards[m]
-	if size == 0 {
-		return sh
-	}
-	b := make([]int, size)
-	rnd := e.st.Rand()
-	for i := range b {
-		b[i] = sh[rnd.IntN(len(sh))]
-	}
-	return b
+// batch draws a batch of size elements of the data set (State.Batch).
+func (e *aipodEnv) batch(set DataSet, _, size int) []int {
+	return e.st.Batch(e.p, set, size)
 }
 
 // aipodMean stores (1/M) Σ_m v_m in dst, the server average of eq. 24. With one

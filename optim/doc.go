@@ -39,7 +39,10 @@
 //   - paper 002 (Dong, Yang, Yao, Zhang 2025): NBOGD, NSBOSGD;
 //   - paper 004 (Xiao, Shen, Yin, Chen): AiPOD, EAiPOD, E2AiPOD with
 //     equality constraints on both levels, and the federated FedEAiPOD,
-//     FedE2AiPOD with a FedNestBaseline;
+//     FedE2AiPOD with their baseline FedNest (Tarzanagh et al. 2022),
+//     written against FedClients: clients simulated on the problem's
+//     data (Federation), in this process (LocalClients) or in processes
+//     of their own (package dist);
 //   - baselines: SOBA, AmIGO, BSA, TTSA, and the fully first-order F2SA
 //     (Kwon et al. 2023) and BOME (Liu et al. 2022), which need only ∇f
 //     and ∇g.

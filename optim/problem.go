@@ -108,7 +108,7 @@ func (c *counter) MixedYX(dst, x, y, u []float64, batch []int) {
 // dense matrices are checked (the methods count them in Calls.Dense).
 func (c *counter) Capabilities() oracle.Capabilities {
 	in := c.p.Capabilities()
-	out := oracle.Capabilities{CheckBatch: in.CheckBatch}
+	out := oracle.Capabilities{CheckBatch: in.CheckBatch, Err: in.Err}
 	if in.HVPAt != nil {
 		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
 			c.args("HVP", x, y)
@@ -163,6 +163,15 @@ func (c *counter) vector(oracle string, call int64, s []float64) {
 	}
 }
 
+// cause returns what the problem reports as the reason its oracles
+// failed (oracle.Capabilities.Err), or nil.
+func (c *counter) cause() error {
+	if err := c.p.Capabilities().Err; err != nil {
+		return err()
+	}
+	return nil
+}
+
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // firstNonFinite returns the index of the first NaN or ±Inf in s, or −1.
@@ -196,7 +205,14 @@ type NonFiniteError struct {
 	// Oracle is set (Index −1 for F and G), else in Var.
 	Index int
 	Value float64
+	// Cause is what the problem reported as the reason its oracles could
+	// not be evaluated (oracle.Capabilities.Err: a lost worker, say), or
+	// nil; errors.As and errors.Is look through it.
+	Cause error
 }
+
+// Unwrap returns Cause.
+func (e *NonFiniteError) Unwrap() error { return e.Cause }
 
 func (e *NonFiniteError) Error() string {
 	where := fmt.Sprintf("iteration %d", e.Iter)
@@ -215,9 +231,12 @@ func (e *NonFiniteError) Error() string {
 	}
 	if e.Var != "" {
 		msg += fmt.Sprintf(" %s is not finite", e.Var)
-		if e.Oracle == "" {
+		if e.Oracle == "" && e.Cause == nil {
 			msg += fmt.Sprintf(" (%s[%d] = %v); no oracle output was non-finite, so the update itself overflowed: reduce the step sizes", e.Var, e.Index, e.Value)
 		}
+	}
+	if e.Cause != nil {
+		msg += fmt.Sprintf(", because the problem's oracles failed: %v", e.Cause)
 	}
 	return msg + "; Result.State holds the last finite state"
 }

@@ -356,10 +356,14 @@ func (r *runner) save(err error) error {
 // failed returns the error of a step of the method (Init when k < 0) that
 // returned err: a *NonFiniteError naming the first non-finite oracle
 // output or state variable, wrapping err too when the method reported the
-// trouble as well (a breakdown of its linear solve, say); else err, named
-// with the method and the iteration; nil when all went well.
+// trouble as well (a breakdown of its linear solve, say), and the
+// problem's own cause (oracle.Capabilities.Err) as its Cause; else err, or
+// that cause, named with the method and the iteration; nil when all went
+// well.
 func (r *runner) failed(k int, err error) error {
+	cause := r.cp.cause()
 	if nf := nonFiniteError(r.cp, r.st); nf != nil {
+		nf.Cause = cause
 		if err != nil {
 			step := "Init"
 			if k >= 0 {
@@ -368,6 +372,9 @@ func (r *runner) failed(k int, err error) error {
 			return fmt.Errorf("%w; %T.%s reported: %w", nf, r.m, step, err)
 		}
 		return nf
+	}
+	if err == nil {
+		err = cause // a failure the problem reports with finite outputs
 	}
 	if err != nil {
 		if k < 0 {
@@ -461,7 +468,7 @@ func (r *runner) monitor(k int, rec *Record) (Status, error) {
 	if !isFinite(st.Upper) {
 		// x and y are finite, yet f overflowed there: stop as for any other
 		// non-finite oracle output.
-		nf := &NonFiniteError{Iter: k, Oracle: "F", Index: -1, Value: st.Upper}
+		nf := &NonFiniteError{Iter: k, Oracle: "F", Index: -1, Value: st.Upper, Cause: r.cp.cause()}
 		return Failure, fmt.Errorf("%w (the monitoring evaluation of f on Settings.EvalBatch after the iteration, not counted in Calls)", nf)
 	}
 	rec.Upper = st.Upper

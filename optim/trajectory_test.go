@@ -138,11 +138,9 @@ var trajTolerances = func() map[string]trajectory.Tolerance {
 	// with η = 0.3 they differ in the last bits.
 	series := trajectory.Tolerance{Rel: 1e-13, Reason: "one Neumann series: η·Σ r_i summed as Σ η·r_i"}
 	return map[string]trajectory.Tolerance{
-		"AiPOD det partial sum η=0.3":        series,
-		"FedNestBaseline partial sum η=0.3":  series,
-		"AiPOD sto default steps":            curvature,
-		"E2AiPOD sto warm":                   curvature,
-		"FedNestBaseline one client default": curvature,
+		"AiPOD det partial sum η=0.3": series,
+		"AiPOD sto default steps":     curvature,
+		"E2AiPOD sto warm":            curvature,
 	}
 }()
 
@@ -206,10 +204,9 @@ func trajCases(t *testing.T) []trajCase {
 		{"FedEAiPOD", fedp, x0, nil, Settings{Seed: 20}, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.1, Beta: 0.5, S: 3, N: 5, Eta: 0.5, Series: NeumannPartialSum, P: 0.5, T: 2}, Clients: fed}, k},
 		{"FedEAiPOD sto random term", fedp, x0, nil, Settings{Seed: 21}, FedEAiPOD{EAiPOD: EAiPOD{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, InnerBatch: 4, HessianBatch: 4, UpperBatch: 4}, Clients: fed}, k},
 		{"FedE2AiPOD", fedp, x0, nil, Settings{Seed: 22}, FedE2AiPOD{E2AiPOD: E2AiPOD{Alpha: 0.1, Beta: 0.5, S: 3, P: 0.5, Rho: 0.5, Q: 0.5, N: 5, T: 2, WarmStart: true}, Clients: fed}, k},
-		{"FedNestBaseline", fedp, x0, nil, Settings{Seed: 23}, FedNestBaseline{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.5, Series: NeumannPartialSum, Clients: fed}, k},
-		{"FedNestBaseline one client default", fedp, x0, nil, Settings{Seed: 24}, FedNestBaseline{Alpha: 0.1, S: 2, N: 4, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8}, k},
+		{"FedNest det", fedp, x0, nil, Settings{Seed: 23}, FedNest{Alpha: 0.1, Beta: 0.5, T: 2, InnerSteps: 3, OuterSteps: 3, N: 5, Eta: 0.5, Series: NeumannPartialSum, Clients: fed}, k},
+		{"FedNest sto partial participation", fedp, x0, nil, Settings{Seed: 24}, FedNest{Alpha: 0.05, T: 1, InnerSteps: 2, OuterSteps: 2, N: 4, Fraction: 0.5, InnerBatch: 8, HessianBatch: 8, UpperBatch: 8, Clients: fed}, k},
 		{"AiPOD det partial sum η=0.3", eq, xeq, nil, Settings{ProjectX: eq.upper}, AiPOD{Alpha: 0.2, Beta: 0.5, S: 3, N: 6, Eta: 0.3, Series: NeumannPartialSum, Lower: eq.lower}, k},
-		{"FedNestBaseline partial sum η=0.3", fedp, x0, nil, Settings{Seed: 23}, FedNestBaseline{Alpha: 0.1, Beta: 0.5, S: 2, N: 5, Eta: 0.3, Series: NeumannPartialSum, Clients: fed}, k},
 		{"StocBiO det η=0.3", det, x0, nil, Settings{}, StocBiO{Alpha: 0.3, Eta: 0.3, D: 3, Q: 5, Outer: sgd}, k},
 		{"AmIGO det η=0.3", det, x0, nil, Settings{}, AmIGO{Alpha: 0.3, Eta: 0.3, D: 3, Q: 3, Outer: sgd}, k},
 		{"BSA det η=0.3", det, x0, nil, Settings{Seed: 1}, BSA{Alpha: 0.3, Eta: 0.3, D: 3, N: 6, Outer: sgd}, k},

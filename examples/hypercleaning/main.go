@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/dist"
+	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/models"
@@ -66,8 +68,12 @@ type config struct {
 	Center          bool
 	BaselineIters   int
 	NoBaselines     bool
+	Workers         int
+	NATS            string
 	Out             string
 	Quiet           bool
+
+	cluster *dist.Cluster // the workers of -workers, nil in process
 }
 
 // methodInfo describes a method of the comparison.
@@ -144,6 +150,7 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
+	dist.ServeIfWorker()
 	experiment.Main("hypercleaning", parseFlags, func(c config) error {
 		_, err := run(c, os.Stdout, os.Stderr)
 		return err
@@ -171,6 +178,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.Center, "center", true, "subtract the mean training image from every image")
 	fs.IntVar(&c.BaselineIters, "baseline-iters", 0, "(mode) L-BFGS iterations for training the baseline classifiers")
 	fs.BoolVar(&c.NoBaselines, "no-baselines", false, "skip the two baseline classifiers (for step-size searches)")
+	fs.IntVar(&c.Workers, "workers", 0, "worker processes holding the samples, split between them (package dist); 0: the problem in this process")
+	fs.StringVar(&c.NATS, "nats", "", "a NATS server URL to use instead of an embedded one; the -workers workers are then not started here: start them on any machine (docs/distributed.md)")
 	fs.StringVar(&c.Out, "out", "out/hypercleaning", "folder for CSV, JSON and PNG output")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress bar")
 	experiment.Usage(fs, "hypercleaning", "Data hyper-cleaning (papers 003 and 002): learn a weight per training sample so that a\nlinear classifier trained on corrupted labels does well on clean validation data.", modes, func(w io.Writer) {
@@ -201,6 +210,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	ck.Int("batch", c.Batch, 1, max(1, min(c.Train, c.Val)))
 	ck.Int("detbatch", c.DetBatch, 0, max(0, min(c.Train, c.Val)))
 	ck.Int("baseline-iters", c.BaselineIters, 1, experiment.MaxIters)
+	ck.Int("workers", c.Workers, 0, min(64, max(1, c.Val)))
+	if c.NATS != "" {
+		if err := dist.CheckURL(c.NATS); err != nil {
+			ck.Failf("nats", "%v", err)
+		} else if c.Workers == 0 {
+			ck.Failf("nats", "%s with -workers 0: give the number of workers that hold the samples", c.NATS)
+		}
+	}
 	ck.Out("out", c.Out)
 	c.Params = defaultParams.Clone()
 	if err := c.Params.Set(set); err != nil {
@@ -262,6 +279,12 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		return nil, err
 	}
 	out := &outcome{Result: map[string]any{}}
+	if c.cluster, err = startCluster(c); err != nil {
+		return nil, err
+	}
+	if c.cluster != nil {
+		defer c.cluster.Close()
+	}
 	traces := report.Table{Columns: []string{"dataset", "p", "method", "seed", "iter", "time_s", "oracle_calls", "sample_evals",
 		"val_loss", "test_loss", "test_acc", "precision", "recall", "f1"}}
 	curves := map[string][]*experiment.Trace{} // key: dataset|p|method
@@ -314,6 +337,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 					}
 					bar.Step(fmt.Sprintf("%s p=%g seed %d %s: acc %.3f, %s", dsName, p, seed, name, row.TestAcc, tr.Describe()))
 				}
+				e.close()
 			}
 		}
 	}
@@ -353,29 +377,30 @@ type setup struct {
 }
 
 func newSetup(c config, images *experiment.Images, p float64, seed uint64) (*setup, error) {
-	train, val, test, err := images.Split(c.Train, c.Val, c.Tst, seed)
+	noisy, val, test, corr, err := prepare(c, images, p, seed)
 	if err != nil {
 		return nil, err
 	}
-	if c.Center {
-		experiment.Center(train, val, test)
+	var gp oracle.Problem
+	var x0, y0 []float64
+	if c.cluster != nil {
+		gp, x0, y0, err = distProblem(c, c.cluster, images, p, seed, noisy.N, val.N)
+	} else {
+		var m *models.CleaningModel
+		if m, err = models.HyperCleaning(experiment.ModelData(noisy), experiment.ModelData(val), noisy.Classes, models.CleaningSettings{Cr: c.Cr}); err == nil {
+			var cp *graph.Problem
+			if cp, err = m.Compile(); err == nil {
+				gp, x0, y0 = cp, cp.X0(nil), cp.Y0(nil)
+			}
+		}
 	}
-	noisy, corr, err := train.Corrupt(p, seed)
-	if err != nil {
-		return nil, err
-	}
-	m, err := models.HyperCleaning(experiment.ModelData(noisy), experiment.ModelData(val), train.Classes, models.CleaningSettings{Cr: c.Cr})
-	if err != nil {
-		return nil, err
-	}
-	gp, err := m.Compile()
 	if err != nil {
 		return nil, err
 	}
 	changed, _ := corr.Count()
 	return &setup{dataset: images.Name, p: p, seed: seed, prob: experiment.NewCounting(gp), problem: gp,
-		x0: gp.X0(nil), y0: gp.Y0(nil), val: val, test: test, changed: corr.Changed, corrupted: changed,
-		classes: train.Classes, d: train.D}, nil
+		x0: x0, y0: y0, val: val, test: test, changed: corr.Changed, corrupted: changed,
+		classes: noisy.Classes, d: noisy.D}, nil
 }
 
 // metrics evaluates a state: validation loss (the upper objective), test

@@ -108,6 +108,10 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"-seeds", "1,1"}, Want: "-seeds"},
 		{Args: []string{"-data", "embedded,embedded"}, Want: "-data"},
 		{Args: []string{"-data", "/no/such/folder"}, Want: "-data"},
+		{Args: []string{"-workers", "-1"}, Want: "-workers"},
+		{Args: []string{"-workers", "65"}, Want: "-workers"},
+		{Args: []string{"-nats", "localhost:4222", "-workers", "2"}, Want: "-nats"},
+		{Args: []string{"-nats", "nats://localhost:4222"}, Want: "-nats"},
 	})
 	c, err := parseFlags(flag.NewFlagSet("t", flag.ContinueOnError), []string{"-mode", "full", "-data", "embedded,embedded/"})
 	if err == nil {

@@ -275,7 +275,7 @@ func (c *Counting) MixedYX(dst, x, y, u []float64, batch []int) {
 // an HVP, a dense matrix as the products it stands for.
 func (c *Counting) Capabilities() oracle.Capabilities {
 	in := c.Problem.Capabilities()
-	out := oracle.Capabilities{CheckBatch: in.CheckBatch}
+	out := oracle.Capabilities{CheckBatch: in.CheckBatch, Err: in.Err}
 	if in.HVPAt != nil {
 		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
 			op := in.HVPAt(x, y, batch)
