@@ -158,7 +158,7 @@ func TestDataFolder(t *testing.T) {
 		!strings.Contains(last, "my-images_p0.5_nsbo_acc=") {
 		t.Errorf("result line %q; want aid failed, nsbo's accuracy and no NaN", last)
 	}
-	if !strings.Contains(stdout.String(), "AID-BiO   FAILED at iteration 0") {
+	if !strings.Contains(stdout.String(), "AID-BiO   FAILED, seed 1 at iteration 0") {
 		t.Errorf("the table does not show AID-BiO as failed:\n%s", stdout.String())
 	}
 	for _, r := range o.Runs {
