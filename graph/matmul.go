@@ -17,8 +17,8 @@ import (
 // is packed in blocks of kw columns, and a register-blocked kernel
 // multiplies four rows (or, transposed, four columns) of the data by a
 // block, holding the 4×kw result in registers; the work is split across
-// cores by rows. Everything else goes to gonum's BLAS (or OpenBLAS with the
-// openblas build tag).
+// cores by rows. Everything else goes to the general product of gemm.go
+// (or to OpenBLAS with the openblas build tag).
 
 // narrow is the widest output handled by the kernels below for any inner
 // dimension; shortK is the longest inner dimension for which they handle
@@ -69,6 +69,13 @@ func productShape(xs, ys []int, tx, ty bool) (m, k, n, sp, sj int) {
 	return m, k, n, sp, sj
 }
 
+// wide reports whether matmulInto sends a product of m×k by k×n (op(x)
+// transposed: tx) to gemm: neither side of the result narrow, and a long
+// inner dimension or a transposed left operand.
+func wide(m, k, n int, tx bool) bool {
+	return m > narrow && n > narrow && (k > shortK || tx)
+}
+
 // matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
 func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
@@ -98,6 +105,34 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 		putScratch(t)
 		return
 	}
+	if openBLAS {
+		blasProduct(out, x, y, xs, ys, m, n, tx, ty)
+		return
+	}
+	gemm(gemmKernelF64(), out, n, m, n, k, sideA(x, m, k, tx), sideB(y, k, n, ty), false)
+}
+
+// gemmMixed is gemm for matmulMixed's operands (one or both in float32),
+// with float64 arithmetic.
+func gemmMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, m, k, n int, tx, ty bool) {
+	kd := gemmKernelF64()
+	switch {
+	case x32 != nil && y32 != nil:
+		gemm(kd, out, n, m, n, k, sideA(x32, m, k, tx), sideB(y32, k, n, ty), false)
+	case x32 != nil:
+		gemm(kd, out, n, m, n, k, sideA(x32, m, k, tx), sideB(y, k, n, ty), false)
+	default:
+		gemm(kd, out, n, m, n, k, sideA(x, m, k, tx), sideB(y32, k, n, ty), false)
+	}
+}
+
+// openBLAS is set by the openblas build (openblas.go): wide products then
+// go to gonum's blas64, which that build switches to OpenBLAS, instead of
+// gemm.
+var openBLAS = false
+
+// blasProduct computes out (m×n) = op(x)·op(y) with blas64.Gemm.
+func blasProduct(out, x, y []float64, xs, ys []int, m, n int, tx, ty bool) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if tx {
 		ta = blas.Trans

@@ -1,0 +1,60 @@
+//go:build amd64 && !purego
+
+package graph
+
+//go:noescape
+func gemm8x24F64(k int, a, b, c *float64, ldc int, add bool)
+
+//go:noescape
+func gemm8x48F32(k int, a, b, c *float32, ldc int, add bool)
+
+//go:noescape
+func gemm6x8F64(k int, a, b, c *float64, ldc int, add bool)
+
+//go:noescape
+func gemm6x16F32(k int, a, b, c *float32, ldc int, add bool)
+
+// The kernels of gemm_amd64.s with their blocking: a panel of A of kc
+// terms fills a third of the first-level cache (48 KiB on Zen 4 and 5), a
+// block of B about half of the second-level cache (1 MiB).
+var (
+	gemmF64AVX512 = gemmKernel[float64]{mr: 8, nr: 24, kc: 256, mc: 1024, nc: 240, kern: func(k int, a, b, c []float64, ldc int, add bool) {
+		_, _, _ = a[8*k-1], b[24*k-1], c[7*ldc+23]
+		gemm8x24F64(k, &a[0], &b[0], &c[0], ldc, add)
+	}}
+	gemmF32AVX512 = gemmKernel[float32]{mr: 8, nr: 48, kc: 512, mc: 1024, nc: 240, kern: func(k int, a, b, c []float32, ldc int, add bool) {
+		_, _, _ = a[8*k-1], b[48*k-1], c[7*ldc+47]
+		gemm8x48F32(k, &a[0], &b[0], &c[0], ldc, add)
+	}}
+	gemmF64AVX2 = gemmKernel[float64]{mr: 6, nr: 8, kc: 256, mc: 1020, nc: 240, kern: func(k int, a, b, c []float64, ldc int, add bool) {
+		_, _, _ = a[6*k-1], b[8*k-1], c[5*ldc+7]
+		gemm6x8F64(k, &a[0], &b[0], &c[0], ldc, add)
+	}}
+	gemmF32AVX2 = gemmKernel[float32]{mr: 6, nr: 16, kc: 512, mc: 1020, nc: 240, kern: func(k int, a, b, c []float32, ldc int, add bool) {
+		_, _, _ = a[6*k-1], b[16*k-1], c[5*ldc+15]
+		gemm6x16F32(k, &a[0], &b[0], &c[0], ldc, add)
+	}}
+)
+
+// gemmKernelF64 returns the float64 kernel for the processor: AVX-512,
+// AVX2 with FMA, or portable Go.
+func gemmKernelF64() *gemmKernel[float64] {
+	switch {
+	case useAVX512:
+		return &gemmF64AVX512
+	case useAVX2:
+		return &gemmF64AVX2
+	}
+	return &gemmF64Go
+}
+
+// gemmKernelF32 is gemmKernelF64 for float32.
+func gemmKernelF32() *gemmKernel[float32] {
+	switch {
+	case useAVX512:
+		return &gemmF32AVX512
+	case useAVX2:
+		return &gemmF32AVX2
+	}
+	return &gemmF32Go
+}

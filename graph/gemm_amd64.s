@@ -1,0 +1,255 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The micro-kernels of the general product (gemm.go). Each holds an mr×nr
+// block of c in registers and, for each of k terms, multiplies a column of
+// a packed panel of A (mr elements, broadcast one at a time) by a row of a
+// packed panel of B (nr elements, in vectors) into it; then it stores the
+// block, or adds it to c. The same bodies serve float64 and float32: ES is
+// the element size, and the instructions come as parameters.
+//
+// func gemm…(k int, a, b, c *T, ldc int, add bool)
+
+// FMA3Z multiplies the three vectors Z24–Z26 of B by the broadcast bc
+// into the accumulators c0–c2 of one row.
+#define FMA3Z(FMA, bc, c0, c1, c2) \
+	FMA Z24, bc, c0 \
+	FMA Z25, bc, c1 \
+	FMA Z26, bc, c2
+
+// STEP8 is term i of an unrolled group for the 8×(3 vectors) kernels: A
+// at SI (8 elements a term), B at DI (192 bytes a term).
+#define STEP8(MOV, BC, FMA, ES, i) \
+	MOV (i*192)(DI), Z24 \
+	MOV (i*192+64)(DI), Z25 \
+	MOV (i*192+128)(DI), Z26 \
+	BC (i*8*ES+0*ES)(SI), Z27 \
+	FMA3Z(FMA, Z27, Z0, Z1, Z2) \
+	BC (i*8*ES+1*ES)(SI), Z28 \
+	FMA3Z(FMA, Z28, Z3, Z4, Z5) \
+	BC (i*8*ES+2*ES)(SI), Z29 \
+	FMA3Z(FMA, Z29, Z6, Z7, Z8) \
+	BC (i*8*ES+3*ES)(SI), Z30 \
+	FMA3Z(FMA, Z30, Z9, Z10, Z11) \
+	BC (i*8*ES+4*ES)(SI), Z31 \
+	FMA3Z(FMA, Z31, Z12, Z13, Z14) \
+	BC (i*8*ES+5*ES)(SI), Z27 \
+	FMA3Z(FMA, Z27, Z15, Z16, Z17) \
+	BC (i*8*ES+6*ES)(SI), Z28 \
+	FMA3Z(FMA, Z28, Z18, Z19, Z20) \
+	BC (i*8*ES+7*ES)(SI), Z29 \
+	FMA3Z(FMA, Z29, Z21, Z22, Z23)
+
+// ROW3 stores (or adds to memory and stores) three vectors at DX.
+#define ROW3(MOV, c0, c1, c2) \
+	MOV c0, (DX) \
+	MOV c1, 64(DX) \
+	MOV c2, 128(DX) \
+	ADDQ BX, DX
+
+#define ADDROW3(MOV, ADD, c0, c1, c2) \
+	ADD (DX), c0, c0 \
+	ADD 64(DX), c1, c1 \
+	ADD 128(DX), c2, c2 \
+	ROW3(MOV, c0, c1, c2)
+
+// KERN8 is the body of the 8×(3 vectors) kernels: four terms a loop,
+// then one at a time.
+#define KERN8(MOV, BC, FMA, ADD, ES) \
+	MOVQ k+0(FP), CX \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DI \
+	VPXORQ Z0, Z0, Z0 \
+	VPXORQ Z1, Z1, Z1 \
+	VPXORQ Z2, Z2, Z2 \
+	VPXORQ Z3, Z3, Z3 \
+	VPXORQ Z4, Z4, Z4 \
+	VPXORQ Z5, Z5, Z5 \
+	VPXORQ Z6, Z6, Z6 \
+	VPXORQ Z7, Z7, Z7 \
+	VPXORQ Z8, Z8, Z8 \
+	VPXORQ Z9, Z9, Z9 \
+	VPXORQ Z10, Z10, Z10 \
+	VPXORQ Z11, Z11, Z11 \
+	VPXORQ Z12, Z12, Z12 \
+	VPXORQ Z13, Z13, Z13 \
+	VPXORQ Z14, Z14, Z14 \
+	VPXORQ Z15, Z15, Z15 \
+	VPXORQ Z16, Z16, Z16 \
+	VPXORQ Z17, Z17, Z17 \
+	VPXORQ Z18, Z18, Z18 \
+	VPXORQ Z19, Z19, Z19 \
+	VPXORQ Z20, Z20, Z20 \
+	VPXORQ Z21, Z21, Z21 \
+	VPXORQ Z22, Z22, Z22 \
+	VPXORQ Z23, Z23, Z23 \
+	MOVQ CX, AX \
+	SHRQ $2, AX \
+	ANDQ $3, CX \
+	TESTQ AX, AX \
+	JZ   one \
+four: \
+	STEP8(MOV, BC, FMA, ES, 0) \
+	STEP8(MOV, BC, FMA, ES, 1) \
+	STEP8(MOV, BC, FMA, ES, 2) \
+	STEP8(MOV, BC, FMA, ES, 3) \
+	ADDQ $(4*8*ES), SI \
+	ADDQ $(4*192), DI \
+	DECQ AX \
+	JNZ  four \
+one: \
+	TESTQ CX, CX \
+	JZ   store \
+	STEP8(MOV, BC, FMA, ES, 0) \
+	ADDQ $(8*ES), SI \
+	ADDQ $192, DI \
+	DECQ CX \
+	JMP  one \
+store: \
+	MOVQ c+24(FP), DX \
+	MOVQ ldc+32(FP), BX \
+	IMULQ $ES, BX \
+	MOVBLZX add+40(FP), AX \
+	TESTQ AX, AX \
+	JNZ  add \
+	ROW3(MOV, Z0, Z1, Z2) \
+	ROW3(MOV, Z3, Z4, Z5) \
+	ROW3(MOV, Z6, Z7, Z8) \
+	ROW3(MOV, Z9, Z10, Z11) \
+	ROW3(MOV, Z12, Z13, Z14) \
+	ROW3(MOV, Z15, Z16, Z17) \
+	ROW3(MOV, Z18, Z19, Z20) \
+	ROW3(MOV, Z21, Z22, Z23) \
+	VZEROUPPER \
+	RET \
+add: \
+	ADDROW3(MOV, ADD, Z0, Z1, Z2) \
+	ADDROW3(MOV, ADD, Z3, Z4, Z5) \
+	ADDROW3(MOV, ADD, Z6, Z7, Z8) \
+	ADDROW3(MOV, ADD, Z9, Z10, Z11) \
+	ADDROW3(MOV, ADD, Z12, Z13, Z14) \
+	ADDROW3(MOV, ADD, Z15, Z16, Z17) \
+	ADDROW3(MOV, ADD, Z18, Z19, Z20) \
+	ADDROW3(MOV, ADD, Z21, Z22, Z23) \
+	VZEROUPPER \
+	RET
+
+// FMA2Y multiplies the two vectors Y12–Y13 of B by the broadcast bc
+// into the accumulators c0–c1 of one row.
+#define FMA2Y(FMA, bc, c0, c1) \
+	FMA Y12, bc, c0 \
+	FMA Y13, bc, c1
+
+// STEP6 is term i of an unrolled group for the 6×(2 vectors) kernels: A
+// at SI (6 elements a term), B at DI (64 bytes a term).
+#define STEP6(MOV, BC, FMA, ES, i) \
+	MOV (i*64)(DI), Y12 \
+	MOV (i*64+32)(DI), Y13 \
+	BC (i*6*ES+0*ES)(SI), Y14 \
+	FMA2Y(FMA, Y14, Y0, Y1) \
+	BC (i*6*ES+1*ES)(SI), Y15 \
+	FMA2Y(FMA, Y15, Y2, Y3) \
+	BC (i*6*ES+2*ES)(SI), Y14 \
+	FMA2Y(FMA, Y14, Y4, Y5) \
+	BC (i*6*ES+3*ES)(SI), Y15 \
+	FMA2Y(FMA, Y15, Y6, Y7) \
+	BC (i*6*ES+4*ES)(SI), Y14 \
+	FMA2Y(FMA, Y14, Y8, Y9) \
+	BC (i*6*ES+5*ES)(SI), Y15 \
+	FMA2Y(FMA, Y15, Y10, Y11)
+
+// ROW2 stores (or adds to memory and stores) two vectors at DX.
+#define ROW2(MOV, c0, c1) \
+	MOV c0, (DX) \
+	MOV c1, 32(DX) \
+	ADDQ BX, DX
+
+#define ADDROW2(MOV, ADD, c0, c1) \
+	ADD (DX), c0, c0 \
+	ADD 32(DX), c1, c1 \
+	ROW2(MOV, c0, c1)
+
+// KERN6 is the body of the 6×(2 vectors) kernels.
+#define KERN6(MOV, BC, FMA, ADD, ES) \
+	MOVQ k+0(FP), CX \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DI \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	VXORPS Y8, Y8, Y8 \
+	VXORPS Y9, Y9, Y9 \
+	VXORPS Y10, Y10, Y10 \
+	VXORPS Y11, Y11, Y11 \
+	MOVQ CX, AX \
+	SHRQ $2, AX \
+	ANDQ $3, CX \
+	TESTQ AX, AX \
+	JZ   one \
+four: \
+	STEP6(MOV, BC, FMA, ES, 0) \
+	STEP6(MOV, BC, FMA, ES, 1) \
+	STEP6(MOV, BC, FMA, ES, 2) \
+	STEP6(MOV, BC, FMA, ES, 3) \
+	ADDQ $(4*6*ES), SI \
+	ADDQ $(4*64), DI \
+	DECQ AX \
+	JNZ  four \
+one: \
+	TESTQ CX, CX \
+	JZ   store \
+	STEP6(MOV, BC, FMA, ES, 0) \
+	ADDQ $(6*ES), SI \
+	ADDQ $64, DI \
+	DECQ CX \
+	JMP  one \
+store: \
+	MOVQ c+24(FP), DX \
+	MOVQ ldc+32(FP), BX \
+	IMULQ $ES, BX \
+	MOVBLZX add+40(FP), AX \
+	TESTQ AX, AX \
+	JNZ  add \
+	ROW2(MOV, Y0, Y1) \
+	ROW2(MOV, Y2, Y3) \
+	ROW2(MOV, Y4, Y5) \
+	ROW2(MOV, Y6, Y7) \
+	ROW2(MOV, Y8, Y9) \
+	ROW2(MOV, Y10, Y11) \
+	VZEROUPPER \
+	RET \
+add: \
+	ADDROW2(MOV, ADD, Y0, Y1) \
+	ADDROW2(MOV, ADD, Y2, Y3) \
+	ADDROW2(MOV, ADD, Y4, Y5) \
+	ADDROW2(MOV, ADD, Y6, Y7) \
+	ADDROW2(MOV, ADD, Y8, Y9) \
+	ADDROW2(MOV, ADD, Y10, Y11) \
+	VZEROUPPER \
+	RET
+
+// func gemm8x24F64(k int, a, b, c *float64, ldc int, add bool)
+// is the AVX-512 kernel for float64: an 8×24 block of c in 24 registers.
+TEXT ·gemm8x24F64(SB), NOSPLIT, $0-41
+	KERN8(VMOVUPD, VBROADCASTSD, VFMADD231PD, VADDPD, 8)
+
+// func gemm8x48F32(k int, a, b, c *float32, ldc int, add bool)
+// is the AVX-512 kernel for float32: an 8×48 block of c.
+TEXT ·gemm8x48F32(SB), NOSPLIT, $0-41
+	KERN8(VMOVUPS, VBROADCASTSS, VFMADD231PS, VADDPS, 4)
+
+// func gemm6x8F64(k int, a, b, c *float64, ldc int, add bool)
+// is the AVX2 kernel for float64: a 6×8 block of c in 12 registers.
+TEXT ·gemm6x8F64(SB), NOSPLIT, $0-41
+	KERN6(VMOVUPD, VBROADCASTSD, VFMADD231PD, VADDPD, 8)
+
+// func gemm6x16F32(k int, a, b, c *float32, ldc int, add bool)
+// is the AVX2 kernel for float32: a 6×16 block of c.
+TEXT ·gemm6x16F32(SB), NOSPLIT, $0-41
+	KERN6(VMOVUPS, VBROADCASTSS, VFMADD231PS, VADDPS, 4)
