@@ -77,11 +77,21 @@ func pack[S, T float](dst []T, s gemmSide[S], rows, kc, w int) {
 	for r0 := 0; r0 < rows; r0 += w {
 		h := min(w, rows-r0)
 		d := dst[r0*kc : (r0+w)*kc]
-		if h == 8 && w == 8 {
-			packRows8(d, s.x[r0*s.rs:], s.rs, kc)
-			continue
+		r := 0
+		for ; r+8 <= h; r += 8 { // eight rows at a time
+			x := s.x[(r0+r)*s.rs:]
+			p0 := packRowsFast(d[r:], x, s.rs, kc, w)
+			if p0 == 0 && w == 8 {
+				packRows8(d, x, s.rs, kc)
+				continue
+			}
+			for i := 0; i < 8; i++ {
+				for p, v := range x[i*s.rs+p0 : i*s.rs+kc] {
+					d[(p0+p)*w+r+i] = T(v)
+				}
+			}
 		}
-		for r := 0; r < h; r++ {
+		for ; r < h; r++ {
 			for p, v := range s.x[(r0+r)*s.rs : (r0+r)*s.rs+kc] {
 				d[p*w+r] = T(v)
 			}
@@ -99,9 +109,12 @@ func pack[S, T float](dst []T, s gemmSide[S], rows, kc, w int) {
 // a time, term by term, so that both the reads and the writes stream.
 func packTerms[S, T float](dst []T, x []S, ps, rows, kc, w int) {
 	group := max(1, 64/w) * w
-	for g0 := 0; g0 < rows; g0 += group {
-		g1 := min(rows, g0+group)
-		for p := 0; p < kc; p++ {
+	for g := 0; g < rows; g += group {
+		g0, g1 := g, min(rows, g+group)
+		if packTermsFast(dst[g0*kc:], x[g0:], ps, kc, (g1-g0)/w, w) {
+			g0 += (g1 - g0) / w * w // the ragged panel, if any, below
+		}
+		for p := 0; p < kc && g0 < g1; p++ {
 			src := x[p*ps+g0 : p*ps+g1]
 			for r0 := 0; r0 < len(src); r0 += w {
 				sp := src[r0:min(r0+w, len(src))]
@@ -176,20 +189,22 @@ func gemm[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a gemmSid
 // gemmSerial is gemm on the calling goroutine: the five loops.
 func gemmSerial[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a gemmSide[SA], b gemmSide[SB], add bool) {
 	mr, nr := kd.mr, kd.nr
-	kcMax := min(kd.kc, k)
-	pa := getBuf[T](min(kd.mc, (m+mr-1)/mr*mr) * kcMax)
-	pb := getBuf[T](min(kd.nc, (n+nr-1)/nr*nr) * kcMax)
+	// Blocks of about equal size, no larger than the kernel's: a short
+	// last block would cost as many passes as a full one.
+	kcb := balance(k, kd.kc, 1)
+	mcb, ncb := balance(m, kd.mc, mr), balance(n, kd.nc, nr)
+	pa, pb := getBuf[T](mcb*kcb), getBuf[T](ncb*kcb)
 	defer putBuf(pa)
 	defer putBuf(pb)
 	var tile [maxTile]T
-	for i0 := 0; i0 < m; i0 += kd.mc {
-		mc := min(kd.mc, m-i0)
-		for p0 := 0; p0 < k; p0 += kd.kc {
-			kc := min(kd.kc, k-p0)
+	for i0 := 0; i0 < m; i0 += mcb {
+		mc := min(mcb, m-i0)
+		for p0 := 0; p0 < k; p0 += kcb {
+			kc := min(kcb, k-p0)
 			acc := add || p0 > 0
 			pack(*pa, a.from(i0, p0), mc, kc, mr)
-			for j0 := 0; j0 < n; j0 += kd.nc {
-				nc := min(kd.nc, n-j0)
+			for j0 := 0; j0 < n; j0 += ncb {
+				nc := min(ncb, n-j0)
 				pack(*pb, b.from(j0, p0), nc, kc, nr)
 				for ir := 0; ir < mc; ir += mr {
 					ap, h := (*pa)[ir*kc:(ir+mr)*kc], min(mr, mc-ir)
@@ -216,6 +231,14 @@ func gemmSerial[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a g
 			}
 		}
 	}
+}
+
+// balance returns the size of the blocks that split n into as few blocks
+// of at most limit as possible, of about equal sizes, rounded up to a
+// multiple of unit (limit is one).
+func balance(n, limit, unit int) int {
+	blocks := (n + limit - 1) / limit
+	return min(limit, ((n+blocks-1)/blocks+unit-1)/unit*unit)
 }
 
 // scratch32 is scratch for float32 buffers.

@@ -234,6 +234,131 @@ add: \
 	VZEROUPPER \
 	RET
 
+
+// The packing routines of gemm.go for the float64 kernels, from float64 or
+// float32 (widened as loaded): SH is log2 of the source's element size, LD
+// its load of eight elements into a vector.
+#define LD64(addr, z) VMOVUPD addr, z
+#define LD32(addr, z) VCVTPS2PD addr, z
+
+// PACKTERMS is the body of packTerms…: for each of kc terms (source rows
+// ps elements apart), the panels·w contiguous elements of the term go to
+// panels panels of kc·w elements, w of them to each (w a multiple of 8).
+#define PACKTERMS(SH, LD) \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ ps+16(FP), BX \
+	SHLQ $SH, BX \
+	MOVQ kc+24(FP), CX \
+	MOVQ w+40(FP), R9 \
+	SHLQ $3, R9 \
+	MOVQ R9, R11 \
+	IMULQ CX, R11 \
+term: \
+	MOVQ SI, AX \
+	MOVQ DI, DX \
+	MOVQ panels+32(FP), R10 \
+panel: \
+	MOVQ DX, R12 \
+	LEAQ (DX)(R9*1), R13 \
+unit: \
+	LD((AX), Z0) \
+	VMOVUPD Z0, (R12) \
+	ADDQ $(8<<SH), AX \
+	ADDQ $64, R12 \
+	CMPQ R12, R13 \
+	JLT  unit \
+	ADDQ R11, DX \
+	DECQ R10 \
+	JNZ  panel \
+	ADDQ BX, SI \
+	ADDQ R9, DI \
+	DECQ CX \
+	JNZ  term \
+	VZEROUPPER \
+	RET
+
+// TR8 transposes the 8×8 block of float64 in Z0–Z7 (Z_i holds row i) into
+// Z16–Z23 (Z16+t holds column t), through Z8–Z15.
+#define TR8 \
+	VUNPCKLPD Z1, Z0, Z8 \
+	VUNPCKHPD Z1, Z0, Z9 \
+	VUNPCKLPD Z3, Z2, Z10 \
+	VUNPCKHPD Z3, Z2, Z11 \
+	VUNPCKLPD Z5, Z4, Z12 \
+	VUNPCKHPD Z5, Z4, Z13 \
+	VUNPCKLPD Z7, Z6, Z14 \
+	VUNPCKHPD Z7, Z6, Z15 \
+	VSHUFF64X2 $0x88, Z10, Z8, Z0 \
+	VSHUFF64X2 $0xdd, Z10, Z8, Z1 \
+	VSHUFF64X2 $0x88, Z11, Z9, Z2 \
+	VSHUFF64X2 $0xdd, Z11, Z9, Z3 \
+	VSHUFF64X2 $0x88, Z14, Z12, Z4 \
+	VSHUFF64X2 $0xdd, Z14, Z12, Z5 \
+	VSHUFF64X2 $0x88, Z15, Z13, Z6 \
+	VSHUFF64X2 $0xdd, Z15, Z13, Z7 \
+	VSHUFF64X2 $0x88, Z4, Z0, Z16 \
+	VSHUFF64X2 $0xdd, Z4, Z0, Z20 \
+	VSHUFF64X2 $0x88, Z6, Z2, Z17 \
+	VSHUFF64X2 $0xdd, Z6, Z2, Z21 \
+	VSHUFF64X2 $0x88, Z5, Z1, Z18 \
+	VSHUFF64X2 $0xdd, Z5, Z1, Z22 \
+	VSHUFF64X2 $0x88, Z7, Z3, Z19 \
+	VSHUFF64X2 $0xdd, Z7, Z3, Z23
+
+// PACKROWS8 is the body of packRows8…: eight rows of the source (rs
+// elements apart), kc terms each (kc a multiple of 8), go to dst
+// transposed: term p's eight elements at dst + p·w. Eight terms at a time
+// are loaded as an 8×8 block and transposed in registers.
+#define PACKROWS8(SH, ES, LD) \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ rs+16(FP), BX \
+	SHLQ $SH, BX \
+	MOVQ kc+24(FP), CX \
+	SHRQ $3, CX \
+	MOVQ w+32(FP), R9 \
+	SHLQ $3, R9 \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R10 \
+	LEAQ (R10)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	LEAQ (R13)(BX*1), AX \
+	LEAQ (AX)(BX*1), DX \
+	XORQ BX, BX \
+block: \
+	LD((SI)(BX*ES), Z0) \
+	LD((R8)(BX*ES), Z1) \
+	LD((R10)(BX*ES), Z2) \
+	LD((R11)(BX*ES), Z3) \
+	LD((R12)(BX*ES), Z4) \
+	LD((R13)(BX*ES), Z5) \
+	LD((AX)(BX*ES), Z6) \
+	LD((DX)(BX*ES), Z7) \
+	TR8 \
+	VMOVUPD Z16, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z17, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z18, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z19, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z20, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z21, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z22, (DI) \
+	ADDQ R9, DI \
+	VMOVUPD Z23, (DI) \
+	ADDQ R9, DI \
+	ADDQ $8, BX \
+	DECQ CX \
+	JNZ  block \
+	VZEROUPPER \
+	RET
+
 // func gemm8x24F64(k int, a, b, c *float64, ldc int, add bool)
 // is the AVX-512 kernel for float64: an 8×24 block of c in 24 registers.
 TEXT ·gemm8x24F64(SB), NOSPLIT, $0-41
@@ -253,3 +378,19 @@ TEXT ·gemm6x8F64(SB), NOSPLIT, $0-41
 // is the AVX2 kernel for float32: a 6×16 block of c.
 TEXT ·gemm6x16F32(SB), NOSPLIT, $0-41
 	KERN6(VMOVUPS, VBROADCASTSS, VFMADD231PS, VADDPS, 4)
+
+// func packTermsF64(dst, src *float64, ps, kc, panels, w int)
+TEXT ·packTermsF64(SB), NOSPLIT, $0-48
+	PACKTERMS(3, LD64)
+
+// func packTermsF32F64(dst *float64, src *float32, ps, kc, panels, w int)
+TEXT ·packTermsF32F64(SB), NOSPLIT, $0-48
+	PACKTERMS(2, LD32)
+
+// func packRows8F64(dst, src *float64, rs, kc, w int)
+TEXT ·packRows8F64(SB), NOSPLIT, $0-40
+	PACKROWS8(3, 8, LD64)
+
+// func packRows8F32F64(dst *float64, src *float32, rs, kc, w int)
+TEXT ·packRows8F32F64(SB), NOSPLIT, $0-40
+	PACKROWS8(2, 4, LD32)
