@@ -3,6 +3,7 @@ package graph_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -73,6 +74,7 @@ func BenchmarkGEMM(b *testing.B) {
 					ga, gb := blasGeneral32(a, s.m, s.k, s.ta), blasGeneral32(bb, s.k, s.n, s.tb)
 					gc := blas32.General{Rows: s.m, Cols: s.n, Stride: s.n, Data: c}
 					run("openblas", func() { blas32.Gemm(trans(s.ta), trans(s.tb), 1, ga, gb, 0, gc) })
+					time.Sleep(parkOpenBLAS)
 				}
 				continue
 			}
@@ -82,10 +84,16 @@ func BenchmarkGEMM(b *testing.B) {
 				ga, gb := blasGeneral64(a, s.m, s.k, s.ta), blasGeneral64(bb, s.k, s.n, s.tb)
 				gc := blas64.General{Rows: s.m, Cols: s.n, Stride: s.n, Data: c}
 				run("openblas", func() { blas64.Gemm(trans(s.ta), trans(s.tb), 1, ga, gb, 0, gc) })
+				time.Sleep(parkOpenBLAS)
 			}
 		}
 	}
 }
+
+// parkOpenBLAS is the time OpenBLAS's threads are given after its runs to
+// stop spinning (about 2^28 cycles), so that they do not take a core from
+// the next measurement.
+const parkOpenBLAS = 500 * time.Millisecond
 
 // BenchmarkPeakFMA reports the peak rates of bench.MeasurePeak, in GFLOPS.
 func BenchmarkPeakFMA(b *testing.B) {
