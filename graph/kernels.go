@@ -65,6 +65,20 @@ func kernTx5Go[E float32 | float64](cols int, a []E, lda int, b []float64, k int
 	}
 }
 
+// kernT16x10Go adds Σ_p a[p·lda+i]·b[10p+j] to c[j·ldc+i] for i < cols,
+// j < 10, p < k.
+func kernT16x10Go[E float32 | float64](cols int, a []E, lda int, b []float64, k int, c []float64, ldc int) {
+	for p := 0; p < k; p++ {
+		ap := a[p*lda : p*lda+cols]
+		for j, w := range b[10*p : 10*p+10] {
+			cj := c[j*ldc : j*ldc+cols]
+			for i, v := range ap {
+				cj[i] += float64(v) * w
+			}
+		}
+	}
+}
+
 // The constants of the vector exponential and logarithm (kernels_amd64.s).
 var (
 	expLog2e = math.Float64frombits(0x3ff71547652b82fe)

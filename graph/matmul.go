@@ -299,10 +299,24 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 }
 
 // The AVX-512 variants. With 32 registers of eight lanes, a narrow
-// product is computed in groups of five columns with every lane used:
-// a·B as dot products of four rows of a with five columns of B, eight
-// terms at a time (mulNarrowDot), and aᵀ·B with thirty-two columns of a,
-// transposed, against five columns of B (mulNarrowT5).
+// product is computed with every lane used: a·B as dot products of four
+// rows of a with five columns of B, eight terms at a time (mulNarrowDot),
+// and aᵀ·B with sixteen columns of a, transposed, against ten columns of B
+// (and thirty-two against five for a last group of at most five;
+// mulNarrowT5): there, the rows of a stream from memory once for ten
+// columns — the common case — so that memory stays busy.
+
+// narrowGroups returns the number of groups of ten columns a narrow
+// product of n columns takes and the number rem ≤ 5 of columns left for a
+// group of five (a last group of six to nine columns is a group of ten
+// with zero columns).
+func narrowGroups(n int) (tens, rem int) {
+	tens, rem = n/10, n%10
+	if rem > 5 {
+		return tens + 1, 0
+	}
+	return tens, rem
+}
 
 // mulNarrowDot computes out (m×n) = a·B for a (m×k, row-major, in float64
 // or float32) and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most narrow.
@@ -358,24 +372,34 @@ func mulNarrowDot(out []float64, a array, m, k, n int, b []float64, sp, sj int) 
 // mulNarrowT5 computes out (m×n) = aᵀ·B for a (k×m, row-major, in float64
 // or float32) with m ≥ 32 and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most
 // narrow, as mulNarrowT does but with the result transposed: each core
-// accumulates outᵀ, five rows at a time.
+// accumulates outᵀ, ten rows (or five) at a time.
 func mulNarrowT5(out []float64, a array, m, k, n int, b []float64, sp, sj int) {
-	n5 := (n + 4) / 5 * 5
+	tens, rem := narrowGroups(n)
+	g5 := 10 * tens
+	rows := g5 + 5*min(rem, 1) // of outᵀ, with zero rows past n
 	chunk := rowChunk(m)
 	m32 := m &^ 31
-	acc := sumParts(k, k*m*n, n5*m, func(lo, hi int, part []float64) {
-		var pk [maxChunk * 5]float64
+	acc := sumParts(k, k*m*rows, rows*m, func(lo, hi int, part []float64) {
+		var pk [maxChunk * 10]float64
 		for p0 := lo; p0 < hi; p0 += chunk {
 			pc := min(chunk, hi-p0)
-			for g := 0; g < n; g += 5 {
-				packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g, 5)
-				ct := part[g*m:]
-				for i := 0; i < m32; i += 32 {
-					kernT32x5(a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
+			for q := 0; q < tens; q++ {
+				packB(pk[:pc*10], b[p0*sp:], pc, n, sp, sj, 10*q, 10)
+				ct := part[10*q*m:]
+				for i := 0; i < m; i += 16 {
+					kernT16x10(min(16, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 				}
-				for i := m32; i < m; i += 8 {
-					kernTx5(min(8, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
-				}
+			}
+			if rem == 0 {
+				continue
+			}
+			packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g5, 5)
+			ct := part[g5*m:]
+			for i := 0; i < m32; i += 32 {
+				kernT32x5(a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
+			}
+			for i := m32; i < m; i += 8 {
+				kernTx5(min(8, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 			}
 		}
 	})
