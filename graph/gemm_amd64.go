@@ -66,49 +66,74 @@ func packTermsF64(dst, src *float64, ps, kc, panels, w int)
 func packTermsF32F64(dst *float64, src *float32, ps, kc, panels, w int)
 
 //go:noescape
+func packTermsF32(dst, src *float32, ps, kc, panels, w int)
+
+//go:noescape
 func packRows8F64(dst, src *float64, rs, kc, w int)
+
+//go:noescape
+func packRows8F32(dst, src *float32, rs, kc, w int)
 
 //go:noescape
 func packRows8F32F64(dst *float64, src *float32, rs, kc, w int)
 
 // packTermsFast is packTerms for panels whole panels (w a multiple of 8)
-// by the AVX-512 routines, for float64 panels from float64 or float32; it
-// reports whether it packed them.
+// by the routines of gemm_amd64.s: float64 panels from float64 or float32
+// with AVX-512, float32 panels from float32 with AVX2. It reports whether
+// it packed them.
 func packTermsFast[S, T float](dst []T, x []S, ps, kc, panels, w int) bool {
-	d, ok := any(dst).([]float64)
-	if !useAVX512 || !ok || w%8 != 0 || panels == 0 {
+	if w%8 != 0 || panels == 0 {
 		return false
 	}
-	_ = d[panels*kc*w-1]
-	switch x := any(x).(type) {
+	_, _ = dst[panels*kc*w-1], x[(kc-1)*ps+panels*w-1]
+	switch d := any(dst).(type) {
 	case []float64:
-		_ = x[(kc-1)*ps+panels*w-1]
-		packTermsF64(&d[0], &x[0], ps, kc, panels, w)
+		if !useAVX512 {
+			return false
+		}
+		switch x := any(x).(type) {
+		case []float64:
+			packTermsF64(&d[0], &x[0], ps, kc, panels, w)
+		case []float32:
+			packTermsF32F64(&d[0], &x[0], ps, kc, panels, w)
+		}
 	case []float32:
-		_ = x[(kc-1)*ps+panels*w-1]
-		packTermsF32F64(&d[0], &x[0], ps, kc, panels, w)
+		x, ok := any(x).([]float32)
+		if !useAVX2 || !ok {
+			return false
+		}
+		packTermsF32(&d[0], &x[0], ps, kc, panels, w)
 	}
 	return true
 }
 
 // packRowsFast packs eight rows of x (row stride rs) into a panel of w
 // rows at d (its rows r0, …, r0+7 given by d's start), the first kc&^7
-// terms, by the AVX-512 routines for float64 panels; it returns the number
-// of terms packed (0 where it cannot).
+// terms, by the routines of gemm_amd64.s (as packTermsFast); it returns
+// the number of terms packed (0 where it cannot).
 func packRowsFast[S, T float](d []T, x []S, rs, kc, w int) int {
-	dd, ok := any(d).([]float64)
 	k8 := kc &^ 7
-	if !useAVX512 || !ok || k8 == 0 {
+	if k8 == 0 {
 		return 0
 	}
-	_ = dd[(k8-1)*w+7]
-	switch x := any(x).(type) {
+	_, _ = d[(k8-1)*w+7], x[7*rs+k8-1]
+	switch d := any(d).(type) {
 	case []float64:
-		_ = x[7*rs+k8-1]
-		packRows8F64(&dd[0], &x[0], rs, k8, w)
+		if !useAVX512 {
+			return 0
+		}
+		switch x := any(x).(type) {
+		case []float64:
+			packRows8F64(&d[0], &x[0], rs, k8, w)
+		case []float32:
+			packRows8F32F64(&d[0], &x[0], rs, k8, w)
+		}
 	case []float32:
-		_ = x[7*rs+k8-1]
-		packRows8F32F64(&dd[0], &x[0], rs, k8, w)
+		x, ok := any(x).([]float32)
+		if !useAVX2 || !ok {
+			return 0
+		}
+		packRows8F32(&d[0], &x[0], rs, k8, w)
 	}
 	return k8
 }

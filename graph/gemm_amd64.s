@@ -235,23 +235,28 @@ add: \
 	RET
 
 
-// The packing routines of gemm.go for the float64 kernels, from float64 or
-// float32 (widened as loaded): SH is log2 of the source's element size, LD
-// its load of eight elements into a vector.
+// The packing routines of gemm.go: for the float64 kernels from float64
+// or float32 (widened as loaded), and for the float32 kernels from
+// float32. SH is log2 of the source's element size, DSH of the panel's;
+// LD loads eight elements into a register R (Z0 for float64 panels, Y0
+// for float32 ones), ST stores it.
 #define LD64(addr, z) VMOVUPD addr, z
 #define LD32(addr, z) VCVTPS2PD addr, z
+#define LDS(addr, y) VMOVUPS addr, y
+#define ST64(r, addr) VMOVUPD r, addr
+#define STS(r, addr) VMOVUPS r, addr
 
 // PACKTERMS is the body of packTerms…: for each of kc terms (source rows
 // ps elements apart), the panels·w contiguous elements of the term go to
 // panels panels of kc·w elements, w of them to each (w a multiple of 8).
-#define PACKTERMS(SH, LD) \
+#define PACKTERMS(SH, DSH, LD, ST, R) \
 	MOVQ dst+0(FP), DI \
 	MOVQ src+8(FP), SI \
 	MOVQ ps+16(FP), BX \
 	SHLQ $SH, BX \
 	MOVQ kc+24(FP), CX \
 	MOVQ w+40(FP), R9 \
-	SHLQ $3, R9 \
+	SHLQ $DSH, R9 \
 	MOVQ R9, R11 \
 	IMULQ CX, R11 \
 term: \
@@ -262,10 +267,10 @@ panel: \
 	MOVQ DX, R12 \
 	LEAQ (DX)(R9*1), R13 \
 unit: \
-	LD((AX), Z0) \
-	VMOVUPD Z0, (R12) \
+	LD((AX), R) \
+	ST(R, (R12)) \
 	ADDQ $(8<<SH), AX \
-	ADDQ $64, R12 \
+	ADDQ $(8<<DSH), R12 \
 	CMPQ R12, R13 \
 	JLT  unit \
 	ADDQ R11, DX \
@@ -305,6 +310,34 @@ unit: \
 	VSHUFF64X2 $0xdd, Z5, Z1, Z22 \
 	VSHUFF64X2 $0x88, Z7, Z3, Z19 \
 	VSHUFF64X2 $0xdd, Z7, Z3, Z23
+
+// TR8S transposes the 8×8 block of float32 in Y0–Y7 (Y_i holds row i)
+// into Y8–Y15 (Y8+t holds column t).
+#define TR8S \
+	VUNPCKLPS Y1, Y0, Y8 \
+	VUNPCKHPS Y1, Y0, Y9 \
+	VUNPCKLPS Y3, Y2, Y10 \
+	VUNPCKHPS Y3, Y2, Y11 \
+	VUNPCKLPS Y5, Y4, Y12 \
+	VUNPCKHPS Y5, Y4, Y13 \
+	VUNPCKLPS Y7, Y6, Y14 \
+	VUNPCKHPS Y7, Y6, Y15 \
+	VSHUFPS $0x44, Y10, Y8, Y0 \
+	VSHUFPS $0xee, Y10, Y8, Y1 \
+	VSHUFPS $0x44, Y11, Y9, Y2 \
+	VSHUFPS $0xee, Y11, Y9, Y3 \
+	VSHUFPS $0x44, Y14, Y12, Y4 \
+	VSHUFPS $0xee, Y14, Y12, Y5 \
+	VSHUFPS $0x44, Y15, Y13, Y6 \
+	VSHUFPS $0xee, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15
 
 // PACKROWS8 is the body of packRows8…: eight rows of the source (rs
 // elements apart), kc terms each (kc a multiple of 8), go to dst
@@ -359,6 +392,56 @@ block: \
 	VZEROUPPER \
 	RET
 
+// PACKROWS8S is PACKROWS8 for float32 panels from float32.
+#define PACKROWS8S \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ rs+16(FP), BX \
+	SHLQ $2, BX \
+	MOVQ kc+24(FP), CX \
+	SHRQ $3, CX \
+	MOVQ w+32(FP), R9 \
+	SHLQ $2, R9 \
+	LEAQ (SI)(BX*1), R8 \
+	LEAQ (R8)(BX*1), R10 \
+	LEAQ (R10)(BX*1), R11 \
+	LEAQ (R11)(BX*1), R12 \
+	LEAQ (R12)(BX*1), R13 \
+	LEAQ (R13)(BX*1), AX \
+	LEAQ (AX)(BX*1), DX \
+	XORQ BX, BX \
+blocks: \
+	VMOVUPS (SI)(BX*4), Y0 \
+	VMOVUPS (R8)(BX*4), Y1 \
+	VMOVUPS (R10)(BX*4), Y2 \
+	VMOVUPS (R11)(BX*4), Y3 \
+	VMOVUPS (R12)(BX*4), Y4 \
+	VMOVUPS (R13)(BX*4), Y5 \
+	VMOVUPS (AX)(BX*4), Y6 \
+	VMOVUPS (DX)(BX*4), Y7 \
+	TR8S \
+	VMOVUPS Y8, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y9, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y10, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y11, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y12, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y13, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y14, (DI) \
+	ADDQ R9, DI \
+	VMOVUPS Y15, (DI) \
+	ADDQ R9, DI \
+	ADDQ $8, BX \
+	DECQ CX \
+	JNZ  blocks \
+	VZEROUPPER \
+	RET
+
 // func gemm8x24F64(k int, a, b, c *float64, ldc int, add bool)
 // is the AVX-512 kernel for float64: an 8×24 block of c in 24 registers.
 TEXT ·gemm8x24F64(SB), NOSPLIT, $0-41
@@ -381,11 +464,15 @@ TEXT ·gemm6x16F32(SB), NOSPLIT, $0-41
 
 // func packTermsF64(dst, src *float64, ps, kc, panels, w int)
 TEXT ·packTermsF64(SB), NOSPLIT, $0-48
-	PACKTERMS(3, LD64)
+	PACKTERMS(3, 3, LD64, ST64, Z0)
 
 // func packTermsF32F64(dst *float64, src *float32, ps, kc, panels, w int)
 TEXT ·packTermsF32F64(SB), NOSPLIT, $0-48
-	PACKTERMS(2, LD32)
+	PACKTERMS(2, 3, LD32, ST64, Z0)
+
+// func packTermsF32(dst, src *float32, ps, kc, panels, w int)
+TEXT ·packTermsF32(SB), NOSPLIT, $0-48
+	PACKTERMS(2, 2, LDS, STS, Y0)
 
 // func packRows8F64(dst, src *float64, rs, kc, w int)
 TEXT ·packRows8F64(SB), NOSPLIT, $0-40
@@ -394,3 +481,7 @@ TEXT ·packRows8F64(SB), NOSPLIT, $0-40
 // func packRows8F32F64(dst *float64, src *float32, rs, kc, w int)
 TEXT ·packRows8F32F64(SB), NOSPLIT, $0-40
 	PACKROWS8(2, 4, LD32)
+
+// func packRows8F32(dst, src *float32, rs, kc, w int)
+TEXT ·packRows8F32(SB), NOSPLIT, $0-40
+	PACKROWS8S
