@@ -180,3 +180,46 @@ func TestGemm(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRoutes times the narrow kernels of matmulInto against gemm on
+// shapes near the boundary between them (matmulInto's routes, wide), with
+// every transpose the IR emits there: the measurements behind wide.
+//
+//	go test -run '^$' -bench '^BenchmarkRoutes$' ./graph/
+func BenchmarkRoutes(b *testing.B) {
+	for _, s := range []struct {
+		m, k, n int
+		tx      bool
+	}{
+		{20000, 10, 256, false}, {5000, 32, 512, false}, {2000, 64, 256, false},
+		{20000, 784, 16, false}, {20000, 784, 24, false}, {20000, 784, 32, false}, {20000, 288, 32, false},
+		{784, 20000, 16, true}, {784, 20000, 32, true}, {288, 20000, 32, true},
+		{10, 20000, 784, true}, {32, 784, 256, false}, {16, 5000, 512, true},
+	} {
+		xs, ys := []int{s.m, s.k}, []int{s.k, s.n}
+		if s.tx {
+			xs = []int{s.k, s.m}
+		}
+		x, y, out := make([]float64, s.m*s.k), make([]float64, s.k*s.n), make([]float64, s.m*s.n)
+		for i := range x {
+			x[i] = float64(i%7) - 3
+		}
+		for i := range y {
+			y[i] = float64(i%5) - 2
+		}
+		name := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
+		if s.tx {
+			name += "-At"
+		}
+		run := func(impl string, op func()) {
+			b.Run(name+"/"+impl, func(b *testing.B) {
+				for b.Loop() {
+					op()
+				}
+				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			})
+		}
+		run("matmulInto", func() { matmulInto(out, x, y, xs, ys, s.tx, false) })
+		run("gemm", func() { gemm(gemmKernelF64(), out, s.n, s.m, s.n, s.k, sideA(x, s.m, s.k, s.tx), sideB(y, s.k, s.n, false), false) })
+	}
+}

@@ -20,9 +20,8 @@ import (
 // cores by rows. Everything else goes to the general product of gemm.go
 // (or to OpenBLAS with the openblas build tag).
 
-// narrow is the widest output handled by the kernels below for any inner
-// dimension; shortK is the longest inner dimension for which they handle
-// any output (the rows of a stay in the first-level cache across blocks).
+// narrow is the widest output handled by the kernels below; with AVX-512,
+// inner dimensions longer than shortK take the dot-product kernels.
 const (
 	narrow = 32
 	shortK = 64
@@ -69,11 +68,12 @@ func productShape(xs, ys []int, tx, ty bool) (m, k, n, sp, sj int) {
 	return m, k, n, sp, sj
 }
 
-// wide reports whether matmulInto sends a product of m×k by k×n (op(x)
-// transposed: tx) to gemm: neither side of the result narrow, and a long
-// inner dimension or a transposed left operand.
-func wide(m, k, n int, tx bool) bool {
-	return m > narrow && n > narrow && (k > shortK || tx)
+// wide reports whether matmulInto sends a product of m×k by k×n to gemm:
+// when neither side of the result is narrow. (BenchmarkRoutes: the narrow
+// kernels are faster up to 32 columns or rows, gemm beyond, short inner
+// dimensions included.)
+func wide(m, n int) bool {
+	return m > narrow && n > narrow
 }
 
 // matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
@@ -88,7 +88,7 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	case useAVX512 && n <= narrow && k > shortK && !tx:
 		mulNarrowDot(out, array{f64: x}, m, k, n, y, sp, sj)
 		return
-	case (n <= narrow || k <= shortK) && !tx:
+	case n <= narrow && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
 	case useAVX512 && n <= narrow && m >= 32:
@@ -177,9 +177,9 @@ func packB(dst, b []float64, k, n, sp, sj, j0, width int) {
 }
 
 // mulNarrow computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
-// B[p][j] = b[p·sp+j·sj]), with n at most narrow or k at most shortK: B is
-// packed block after block, and each group of four rows of a is multiplied
-// by every block while it is in cache.
+// B[p][j] = b[p·sp+j·sj]), with n at most narrow: B is packed block after
+// block, and each group of four rows of a is multiplied by every block
+// while it is in cache.
 func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	nb := (n + kw - 1) / kw
 	bp := getScratch(nb * k * kw)
