@@ -41,6 +41,14 @@
 	BC (i*8*ES+7*ES)(SI), Z29 \
 	FMA3Z(FMA, Z29, Z21, Z22, Z23)
 
+// PREFC prefetches the three lines of a row of c at DX and steps to the
+// next row: the block of c is in cache when the kernel stores it.
+#define PREFC \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 64(DX) \
+	PREFETCHT0 128(DX) \
+	ADDQ BX, DX
+
 // ROW3 stores (or adds to memory and stores) three vectors at DX.
 #define ROW3(MOV, c0, c1, c2) \
 	MOV c0, (DX) \
@@ -57,6 +65,17 @@
 // KERN8 is the body of the 8×(3 vectors) kernels: four terms a loop,
 // then one at a time.
 #define KERN8(MOV, BC, FMA, ADD, ES) \
+	MOVQ c+24(FP), DX \
+	MOVQ ldc+32(FP), BX \
+	IMULQ $ES, BX \
+	PREFC \
+	PREFC \
+	PREFC \
+	PREFC \
+	PREFC \
+	PREFC \
+	PREFC \
+	PREFC \
 	MOVQ k+0(FP), CX \
 	MOVQ a+8(FP), SI \
 	MOVQ b+16(FP), DI \
@@ -159,6 +178,13 @@ add: \
 	BC (i*6*ES+5*ES)(SI), Y15 \
 	FMA2Y(FMA, Y15, Y10, Y11)
 
+// PREFC2 prefetches the 64 bytes of a row of c at DX (one or two lines)
+// and steps to the next row.
+#define PREFC2 \
+	PREFETCHT0 (DX) \
+	PREFETCHT0 63(DX) \
+	ADDQ BX, DX
+
 // ROW2 stores (or adds to memory and stores) two vectors at DX.
 #define ROW2(MOV, c0, c1) \
 	MOV c0, (DX) \
@@ -172,6 +198,15 @@ add: \
 
 // KERN6 is the body of the 6×(2 vectors) kernels.
 #define KERN6(MOV, BC, FMA, ADD, ES) \
+	MOVQ c+24(FP), DX \
+	MOVQ ldc+32(FP), BX \
+	IMULQ $ES, BX \
+	PREFC2 \
+	PREFC2 \
+	PREFC2 \
+	PREFC2 \
+	PREFC2 \
+	PREFC2 \
 	MOVQ k+0(FP), CX \
 	MOVQ a+8(FP), SI \
 	MOVQ b+16(FP), DI \
