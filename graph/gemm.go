@@ -274,32 +274,30 @@ func isF64[T float]() bool {
 	return ok
 }
 
-// The portable kernels: a 4×4 block of c in sixteen variables.
+// The portable kernels: a 2×4 block of c in eight variables (with the
+// operands, as many as amd64 has registers for: a 4×4 block spilled to
+// memory and ran at half the speed).
 var (
-	gemmF64Go = gemmKernel[float64]{mr: 4, nr: 4, kc: 256, mc: 512, nc: 256, kern: gemm4x4Go[float64]}
-	gemmF32Go = gemmKernel[float32]{mr: 4, nr: 4, kc: 256, mc: 512, nc: 256, kern: gemm4x4Go[float32]}
+	gemmF64Go = gemmKernel[float64]{mr: 2, nr: 4, kc: 256, mc: 512, nc: 256, kern: gemm2x4Go[float64]}
+	gemmF32Go = gemmKernel[float32]{mr: 2, nr: 4, kc: 256, mc: 512, nc: 256, kern: gemm2x4Go[float32]}
 )
 
-// gemm4x4Go is the portable micro-kernel, mr = nr = 4.
-func gemm4x4Go[T float](k int, a, b, c []T, ldc int, add bool) {
-	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 T
-	a, b = a[:4*k], b[:4*k]
-	for p := 0; p < 4*k; p += 4 {
-		ap, bp := a[p:p+4:p+4], b[p:p+4:p+4]
-		a0, a1, a2, a3 := ap[0], ap[1], ap[2], ap[3]
+// gemm2x4Go is the portable micro-kernel, mr = 2, nr = 4.
+func gemm2x4Go[T float](k int, a, b, c []T, ldc int, add bool) {
+	var c00, c01, c02, c03, c10, c11, c12, c13 T
+	a, b = a[:2*k], b[:4*k]
+	for p := 0; p < k; p++ {
+		ap, bp := a[2*p:2*p+2:2*p+2], b[4*p:4*p+4:4*p+4]
+		a0, a1 := ap[0], ap[1]
 		b0, b1, b2, b3 := bp[0], bp[1], bp[2], bp[3]
 		c00, c01, c02, c03 = c00+a0*b0, c01+a0*b1, c02+a0*b2, c03+a0*b3
 		c10, c11, c12, c13 = c10+a1*b0, c11+a1*b1, c12+a1*b2, c13+a1*b3
-		c20, c21, c22, c23 = c20+a2*b0, c21+a2*b1, c22+a2*b2, c23+a2*b3
-		c30, c31, c32, c33 = c30+a3*b0, c31+a3*b1, c32+a3*b2, c33+a3*b3
 	}
-	rows := [4][4]T{{c00, c01, c02, c03}, {c10, c11, c12, c13}, {c20, c21, c22, c23}, {c30, c31, c32, c33}}
-	for i, r := range rows {
-		ci := c[i*ldc : i*ldc+4 : i*ldc+4]
-		if add {
-			ci[0], ci[1], ci[2], ci[3] = ci[0]+r[0], ci[1]+r[1], ci[2]+r[2], ci[3]+r[3]
-			continue
-		}
-		copy(ci, r[:])
+	r0, r1 := c[:4:4], c[ldc:ldc+4:ldc+4]
+	if add {
+		c00, c01, c02, c03 = r0[0]+c00, r0[1]+c01, r0[2]+c02, r0[3]+c03
+		c10, c11, c12, c13 = r1[0]+c10, r1[1]+c11, r1[2]+c12, r1[3]+c13
 	}
+	r0[0], r0[1], r0[2], r0[3] = c00, c01, c02, c03
+	r1[0], r1[1], r1[2], r1[3] = c10, c11, c12, c13
 }
