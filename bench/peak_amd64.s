@@ -2,24 +2,6 @@
 
 #include "textflag.h"
 
-// func peakCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
-TEXT ·peakCPUID(SB), NOSPLIT, $0-24
-	MOVL eaxArg+0(FP), AX
-	MOVL ecxArg+4(FP), CX
-	CPUID
-	MOVL AX, eax+8(FP)
-	MOVL BX, ebx+12(FP)
-	MOVL CX, ecx+16(FP)
-	MOVL DX, edx+20(FP)
-	RET
-
-// func peakXGETBV() uint32
-TEXT ·peakXGETBV(SB), NOSPLIT, $0-4
-	MOVL $0, CX
-	XGETBV
-	MOVL AX, ret+0(FP)
-	RET
-
 // FMA24 is one round of 24 independent multiply-adds c += a·b (op) on
 // Z0–Z23, a and b in Z30 and Z31: more chains than the FMA units' latency
 // times their throughput, so that no multiply-add waits for another.
@@ -111,58 +93,62 @@ TEXT ·peakXGETBV(SB), NOSPLIT, $0-4
 	VXORPD Y14, Y14, Y14 \
 	VXORPD Y15, Y15, Y15
 
+// PEAK clears the registers with ZERO, then runs n rounds of ROUND (48
+// vector multiply-adds).
+#define PEAK(ZERO, ROUND) \
+	MOVQ n+0(FP), CX \
+	ZERO \
+loop: \
+	ROUND \
+	DECQ CX \
+	JNZ  loop \
+	VZEROUPPER \
+	RET
+
+#define ROUND512(op) \
+	FMA24(op) \
+	FMA24(op)
+
+#define ROUND256(op) \
+	FMA12(op) \
+	FMA12(op) \
+	FMA12(op) \
+	FMA12(op)
+
+// func peakCPUID(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·peakCPUID(SB), NOSPLIT, $0-24
+	MOVL eaxArg+0(FP), AX
+	MOVL ecxArg+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func peakXGETBV() uint32
+TEXT ·peakXGETBV(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, ret+0(FP)
+	RET
+
 // func peakFMA512PD(n int)
 // runs n rounds of 48 vector multiply-adds of eight float64 lanes.
 TEXT ·peakFMA512PD(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	ZERO24
-pd512:
-	FMA24(VFMADD231PD)
-	FMA24(VFMADD231PD)
-	DECQ CX
-	JNZ  pd512
-	VZEROUPPER
-	RET
+	PEAK(ZERO24, ROUND512(VFMADD231PD))
 
 // func peakFMA512PS(n int)
 // is peakFMA512PD with sixteen float32 lanes.
 TEXT ·peakFMA512PS(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	ZERO24
-ps512:
-	FMA24(VFMADD231PS)
-	FMA24(VFMADD231PS)
-	DECQ CX
-	JNZ  ps512
-	VZEROUPPER
-	RET
+	PEAK(ZERO24, ROUND512(VFMADD231PS))
 
 // func peakFMA256PD(n int)
 // runs n rounds of 48 vector multiply-adds of four float64 lanes (AVX2).
 TEXT ·peakFMA256PD(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	ZERO12
-pd256:
-	FMA12(VFMADD231PD)
-	FMA12(VFMADD231PD)
-	FMA12(VFMADD231PD)
-	FMA12(VFMADD231PD)
-	DECQ CX
-	JNZ  pd256
-	VZEROUPPER
-	RET
+	PEAK(ZERO12, ROUND256(VFMADD231PD))
 
 // func peakFMA256PS(n int)
 // is peakFMA256PD with eight float32 lanes.
 TEXT ·peakFMA256PS(SB), NOSPLIT, $0-8
-	MOVQ n+0(FP), CX
-	ZERO12
-ps256:
-	FMA12(VFMADD231PS)
-	FMA12(VFMADD231PS)
-	FMA12(VFMADD231PS)
-	FMA12(VFMADD231PS)
-	DECQ CX
-	JNZ  ps256
-	VZEROUPPER
-	RET
+	PEAK(ZERO12, ROUND256(VFMADD231PS))

@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"math/bits"
-	"runtime"
-	"sync"
-)
+import "runtime"
 
 // A general matrix product of our own, for products wider than the narrow
 // kernels of matmul.go: c = op(A)·op(B), or c += op(A)·op(B), for
@@ -193,10 +189,10 @@ func gemmSerial[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a g
 	// last block would cost as many passes as a full one.
 	kcb := balance(k, kd.kc, 1)
 	mcb, ncb := balance(m, kd.mc, mr), balance(n, kd.nc, nr)
-	pa, pb := getBuf[T](mcb*kcb), getBuf[T](ncb*kcb)
+	pa, pb := getBuf[T](mcb*kcb), getBuf[T](ncb*kcb+maxTile)
 	defer putBuf(pa)
 	defer putBuf(pb)
-	var tile [maxTile]T
+	tile := (*pb)[ncb*kcb:] // a block of c at a ragged edge
 	for i0 := 0; i0 < m; i0 += mcb {
 		mc := min(mcb, m-i0)
 		for p0 := 0; p0 < k; p0 += kcb {
@@ -215,7 +211,7 @@ func gemmSerial[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a g
 							kd.kern(kc, ap, bp, c[ci:], ldc, acc)
 							continue
 						}
-						kd.kern(kc, ap, bp, tile[:], nr, false)
+						kd.kern(kc, ap, bp, tile, nr, false)
 						for r := 0; r < h; r++ {
 							row, t := c[ci+r*ldc:ci+r*ldc+w], tile[r*nr:r*nr+w]
 							if !acc {
@@ -239,39 +235,6 @@ func gemmSerial[SA, SB, T float](kd *gemmKernel[T], c []T, ldc, m, n, k int, a g
 func balance(n, limit, unit int) int {
 	blocks := (n + limit - 1) / limit
 	return min(limit, ((n+blocks-1)/blocks+unit-1)/unit*unit)
-}
-
-// scratch32 is scratch for float32 buffers.
-var scratch32 [64]sync.Pool
-
-// getBuf returns a buffer of n elements from the pool of its type; putBuf
-// returns it.
-func getBuf[T float](n int) *[]T {
-	if isF64[T]() {
-		return any(getScratch(n)).(*[]T)
-	}
-	c := bits.Len(uint(max(n, 1) - 1))
-	p, _ := scratch32[c].Get().(*[]T)
-	if p == nil {
-		b := make([]T, 1<<c)
-		p = &b
-	}
-	*p = (*p)[:n]
-	return p
-}
-
-func putBuf[T float](p *[]T) {
-	if isF64[T]() {
-		putScratch(any(p).(*[]float64))
-		return
-	}
-	scratch32[bits.Len(uint(cap(*p)-1))].Put(p)
-}
-
-// isF64 reports whether T is float64.
-func isF64[T float]() bool {
-	_, ok := any(T(0)).(float64)
-	return ok
 }
 
 // The portable kernels: a 2×4 block of c in eight variables (with the

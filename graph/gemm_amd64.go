@@ -18,23 +18,20 @@ func gemm6x16F32(k int, a, b, c *float32, ldc int, add bool)
 // terms fills a third of the first-level cache (48 KiB on Zen 4 and 5), a
 // block of B about half of the second-level cache (1 MiB).
 var (
-	gemmF64AVX512 = gemmKernel[float64]{mr: 8, nr: 24, kc: 256, mc: 1024, nc: 240, kern: func(k int, a, b, c []float64, ldc int, add bool) {
-		_, _, _ = a[8*k-1], b[24*k-1], c[7*ldc+23]
-		gemm8x24F64(k, &a[0], &b[0], &c[0], ldc, add)
-	}}
-	gemmF32AVX512 = gemmKernel[float32]{mr: 8, nr: 48, kc: 512, mc: 1024, nc: 240, kern: func(k int, a, b, c []float32, ldc int, add bool) {
-		_, _, _ = a[8*k-1], b[48*k-1], c[7*ldc+47]
-		gemm8x48F32(k, &a[0], &b[0], &c[0], ldc, add)
-	}}
-	gemmF64AVX2 = gemmKernel[float64]{mr: 6, nr: 8, kc: 256, mc: 1020, nc: 240, kern: func(k int, a, b, c []float64, ldc int, add bool) {
-		_, _, _ = a[6*k-1], b[8*k-1], c[5*ldc+7]
-		gemm6x8F64(k, &a[0], &b[0], &c[0], ldc, add)
-	}}
-	gemmF32AVX2 = gemmKernel[float32]{mr: 6, nr: 16, kc: 512, mc: 1020, nc: 240, kern: func(k int, a, b, c []float32, ldc int, add bool) {
-		_, _, _ = a[6*k-1], b[16*k-1], c[5*ldc+15]
-		gemm6x16F32(k, &a[0], &b[0], &c[0], ldc, add)
-	}}
+	gemmF64AVX512 = gemmKernel[float64]{mr: 8, nr: 24, kc: 256, mc: 1024, nc: 240, kern: asmKernel(8, 24, gemm8x24F64)}
+	gemmF32AVX512 = gemmKernel[float32]{mr: 8, nr: 48, kc: 512, mc: 1024, nc: 240, kern: asmKernel(8, 48, gemm8x48F32)}
+	gemmF64AVX2   = gemmKernel[float64]{mr: 6, nr: 8, kc: 256, mc: 1020, nc: 240, kern: asmKernel(6, 8, gemm6x8F64)}
+	gemmF32AVX2   = gemmKernel[float32]{mr: 6, nr: 16, kc: 512, mc: 1020, nc: 240, kern: asmKernel(6, 16, gemm6x16F32)}
 )
+
+// asmKernel returns the kernel f of mr×nr blocks behind a check of its
+// operands' bounds.
+func asmKernel[T float](mr, nr int, f func(k int, a, b, c *T, ldc int, add bool)) func(k int, a, b, c []T, ldc int, add bool) {
+	return func(k int, a, b, c []T, ldc int, add bool) {
+		_, _, _ = a[mr*k-1], b[nr*k-1], c[(mr-1)*ldc+nr-1]
+		f(k, &a[0], &b[0], &c[0], ldc, add)
+	}
+}
 
 // gemmKernelF64 returns the float64 kernel for the processor: AVX-512,
 // AVX2 with FMA, or portable Go.

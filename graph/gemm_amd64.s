@@ -62,6 +62,41 @@
 	ADD 128(DX), c2, c2 \
 	ROW3(MOV, c0, c1, c2)
 
+// KLOOP runs the k terms of a kernel (k in CX), four steps a loop and then
+// one at a time, STEP multiplying one term of the panels at SI (AB bytes a
+// term) and DI (BB bytes a term); then it loads c (DX), its row stride in
+// bytes (BX) and jumps to add when the block is to be added to c.
+#define KLOOP(STEP, MOV, BC, FMA, ES, AB, BB) \
+	MOVQ CX, AX \
+	SHRQ $2, AX \
+	ANDQ $3, CX \
+	TESTQ AX, AX \
+	JZ   one \
+four: \
+	STEP(MOV, BC, FMA, ES, 0) \
+	STEP(MOV, BC, FMA, ES, 1) \
+	STEP(MOV, BC, FMA, ES, 2) \
+	STEP(MOV, BC, FMA, ES, 3) \
+	ADDQ $(4*AB), SI \
+	ADDQ $(4*BB), DI \
+	DECQ AX \
+	JNZ  four \
+one: \
+	TESTQ CX, CX \
+	JZ   store \
+	STEP(MOV, BC, FMA, ES, 0) \
+	ADDQ $(AB), SI \
+	ADDQ $BB, DI \
+	DECQ CX \
+	JMP  one \
+store: \
+	MOVQ c+24(FP), DX \
+	MOVQ ldc+32(FP), BX \
+	IMULQ $ES, BX \
+	MOVBLZX add+40(FP), AX \
+	TESTQ AX, AX \
+	JNZ  add
+
 // KERN8 is the body of the 8×(3 vectors) kernels: four terms a loop,
 // then one at a time.
 #define KERN8(MOV, BC, FMA, ADD, ES) \
@@ -103,35 +138,7 @@
 	VPXORQ Z21, Z21, Z21 \
 	VPXORQ Z22, Z22, Z22 \
 	VPXORQ Z23, Z23, Z23 \
-	MOVQ CX, AX \
-	SHRQ $2, AX \
-	ANDQ $3, CX \
-	TESTQ AX, AX \
-	JZ   one \
-four: \
-	STEP8(MOV, BC, FMA, ES, 0) \
-	STEP8(MOV, BC, FMA, ES, 1) \
-	STEP8(MOV, BC, FMA, ES, 2) \
-	STEP8(MOV, BC, FMA, ES, 3) \
-	ADDQ $(4*8*ES), SI \
-	ADDQ $(4*192), DI \
-	DECQ AX \
-	JNZ  four \
-one: \
-	TESTQ CX, CX \
-	JZ   store \
-	STEP8(MOV, BC, FMA, ES, 0) \
-	ADDQ $(8*ES), SI \
-	ADDQ $192, DI \
-	DECQ CX \
-	JMP  one \
-store: \
-	MOVQ c+24(FP), DX \
-	MOVQ ldc+32(FP), BX \
-	IMULQ $ES, BX \
-	MOVBLZX add+40(FP), AX \
-	TESTQ AX, AX \
-	JNZ  add \
+	KLOOP(STEP8, MOV, BC, FMA, ES, 8*ES, 192) \
 	ROW3(MOV, Z0, Z1, Z2) \
 	ROW3(MOV, Z3, Z4, Z5) \
 	ROW3(MOV, Z6, Z7, Z8) \
@@ -222,35 +229,7 @@ add: \
 	VXORPS Y9, Y9, Y9 \
 	VXORPS Y10, Y10, Y10 \
 	VXORPS Y11, Y11, Y11 \
-	MOVQ CX, AX \
-	SHRQ $2, AX \
-	ANDQ $3, CX \
-	TESTQ AX, AX \
-	JZ   one \
-four: \
-	STEP6(MOV, BC, FMA, ES, 0) \
-	STEP6(MOV, BC, FMA, ES, 1) \
-	STEP6(MOV, BC, FMA, ES, 2) \
-	STEP6(MOV, BC, FMA, ES, 3) \
-	ADDQ $(4*6*ES), SI \
-	ADDQ $(4*64), DI \
-	DECQ AX \
-	JNZ  four \
-one: \
-	TESTQ CX, CX \
-	JZ   store \
-	STEP6(MOV, BC, FMA, ES, 0) \
-	ADDQ $(6*ES), SI \
-	ADDQ $64, DI \
-	DECQ CX \
-	JMP  one \
-store: \
-	MOVQ c+24(FP), DX \
-	MOVQ ldc+32(FP), BX \
-	IMULQ $ES, BX \
-	MOVBLZX add+40(FP), AX \
-	TESTQ AX, AX \
-	JNZ  add \
+	KLOOP(STEP6, MOV, BC, FMA, ES, 6*ES, 64) \
 	ROW2(MOV, Y0, Y1) \
 	ROW2(MOV, Y2, Y3) \
 	ROW2(MOV, Y4, Y5) \

@@ -220,6 +220,8 @@ func BenchmarkRoutes(b *testing.B) {
 			})
 		}
 		run("matmulInto", func() { matmulInto(out, x, y, xs, ys, s.tx, false) })
-		run("gemm", func() { gemm(gemmKernelF64(), out, s.n, s.m, s.n, s.k, sideA(x, s.m, s.k, s.tx), sideB(y, s.k, s.n, false), false) })
+		run("gemm", func() {
+			gemm(gemmKernelF64(), out, s.n, s.m, s.n, s.k, sideA(x, s.m, s.k, s.tx), sideB(y, s.k, s.n, false), false)
+		})
 	}
 }

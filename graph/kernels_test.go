@@ -95,7 +95,7 @@ func TestKernelsAVX512(t *testing.T) {
 				c := vec(9*17 + 16)
 				want := append([]float64{}, c...)
 				kernT16x10(cols, a, 19, b, k, c, 17)
-				kernT16x10Go(cols, a64, 19, b, k, want, 17)
+				kernTGo(10, cols, a64, 19, b, k, want, 17)
 				close("kernT16x10 "+what, k, c, want)
 			}
 			lda := 40
@@ -104,13 +104,13 @@ func TestKernelsAVX512(t *testing.T) {
 			c := vec(4*35 + 32)
 			want := append([]float64{}, c...)
 			kernT32x5(a, lda, b, k, c, 35)
-			kernTx5Go(32, a64, lda, b, k, want, 35)
+			kernTGo(5, 32, a64, lda, b, k, want, 35)
 			close("kernT32x5 "+what, k, c, want)
 			for cols := 1; cols <= 8; cols++ {
 				c8 := vec(4*9 + 8)
 				want8 := append([]float64{}, c8...)
 				kernTx5(cols, a, lda, b, k, c8, 9)
-				kernTx5Go(cols, a64, lda, b, k, want8, 9)
+				kernTGo(5, cols, a64, lda, b, k, want8, 9)
 				close("kernTx5 "+what, k, c8, want8)
 			}
 		}

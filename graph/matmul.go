@@ -33,24 +33,38 @@ const parallelWork = 1 << 21
 
 // scratch holds temporary buffers by size class (capacity 2^c), so that
 // buffers of different sizes do not evict each other and a steady run
-// allocates nothing.
-var scratch [64]sync.Pool
+// allocates nothing; scratch32 holds float32 buffers.
+var scratch, scratch32 [64]sync.Pool
 
 // getScratch returns a buffer of length n from the pool; putScratch
 // returns it.
-func getScratch(n int) *[]float64 {
+func getScratch(n int) *[]float64 { return getBuf[float64](n) }
+
+func putScratch(p *[]float64) { putBuf(p) }
+
+// getBuf returns a buffer of n elements from the pool of its type; putBuf
+// returns it.
+func getBuf[T float](n int) *[]T {
 	c := bits.Len(uint(max(n, 1) - 1))
-	p, _ := scratch[c].Get().(*[]float64)
+	p, _ := pools[T]()[c].Get().(*[]T)
 	if p == nil {
-		b := make([]float64, 1<<c)
+		b := make([]T, 1<<c)
 		p = &b
 	}
 	*p = (*p)[:n]
 	return p
 }
 
-func putScratch(p *[]float64) {
-	scratch[bits.Len(uint(cap(*p)-1))].Put(p)
+func putBuf[T float](p *[]T) {
+	pools[T]()[bits.Len(uint(cap(*p)-1))].Put(p)
+}
+
+// pools returns the pools of buffers of T.
+func pools[T float]() *[64]sync.Pool {
+	if _, ok := any(T(0)).(float64); ok {
+		return &scratch
+	}
+	return &scratch32
 }
 
 // productShape returns the sizes of op(x)·op(y) for x of shape xs and y
