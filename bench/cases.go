@@ -11,49 +11,74 @@ import (
 	"github.com/gobilevel/bilevel/unroll"
 )
 
-// Spec is a multinomial logistic regression problem with one learned L2
-// penalty per feature (models.LogisticRegression):
+// Spec is a benchmark problem: multinomial logistic regression with one
+// learned L2 penalty per feature (models.LogisticRegression),
 //
 //	g(λ, W) = CE(XW, Y) + (1/(c·d)) Σ_j e^{λ_j} Σ_k W_jk²,   f(λ, W) = CE(X'W, Y'),
 //
-// X (N×D) and X' (NVal×D) uniform with mean 0 and variance 1, labels
+// or, with Hidden > 0, the hyper-representation MLP of models.MLP (tanh
+// hidden layer of Hidden units, the first layer outer, the head inner, no
+// biases, μ = MLPMu),
+//
+//	g(W1, W2) = CE(tanh(XW1)W2, Y) + ½μ‖W2‖²,   f(W1, W2) = CE(tanh(X'W1)W2, Y'),
+//
+// with X (N×D) and X' (NVal×D) uniform with mean 0 and variance 1, labels
 // uniform in [0, C).
 type Spec struct {
 	Name          string
 	ID            uint64 // streams 100·ID + 1, … (see Arrays)
 	N, D, C, NVal int
+	Hidden        int // the MLP's hidden width; 0 for logistic regression
 }
 
-// The two problems of the benchmark: MNIST-sized, and a small one with
-// d ≤ 100.
+// MLPMu is the head penalty μ of the MLP problems.
+const MLPMu = 0.1
+
+// The problems of the benchmark: MNIST-sized logistic regression, a small
+// one with d ≤ 100, a wide MLP (a hidden layer of 256 units) and logistic
+// regression with a thousand classes — the last two products that go to
+// graph's general product rather than its narrow kernels.
 var (
 	Large = Spec{Name: "large", ID: 1, N: 20000, D: 784, C: 10, NVal: 1000}
 	Small = Spec{Name: "small", ID: 2, N: 1000, D: 100, C: 10, NVal: 100}
+	MLP   = Spec{Name: "mlp", ID: 5, N: 10000, D: 784, C: 10, NVal: 1000, Hidden: 256}
+	Wide  = Spec{Name: "wide", ID: 6, N: 5000, D: 512, C: 1000, NVal: 500}
 )
 
 // Specs lists the problems in table order.
-var Specs = []Spec{Large, Small}
+var Specs = []Spec{Large, Small, MLP, Wide}
 
-// Arrays holds a problem's data and the point (λ, W) and vector v at which
+// Arrays holds a problem's data and the point (x, y) and vector v at which
 // every row is evaluated.
 type Arrays struct {
 	X, XVal           []float64 // row-major N×D, NVal×D
 	Labels, LabelsVal []int
-	Lambda            []float64 // D, uniform in [−1, 1)
-	W                 []float64 // D×C row-major, uniform in [−0.01, 0.01)
-	V                 []float64 // D×C, uniform in [−1, 1)
+	// Outer is x: λ (D, uniform in [−1, 1)), or the MLP's W1 (D×Hidden,
+	// row-major, uniform with variance 1/D).
+	Outer []float64
+	// Inner is y: W (D×C), or the MLP's W2 (Hidden×C), uniform in
+	// [−0.01, 0.01).
+	Inner []float64
+	V     []float64 // the shape of Inner, uniform in [−1, 1)
 }
 
 // Arrays generates s's arrays from streams 100·ID + 1…7 (X, labels,
-// X', labels', λ, W, v), as torch_ref.py does.
+// X', labels', x, y, v), as torch_ref.py does.
 func (s Spec) Arrays() Arrays {
 	b := 100 * s.ID
 	sq3 := math.Sqrt(3)
-	return Arrays{
+	a := Arrays{
 		X: Symmetric(b+1, s.N*s.D, sq3), Labels: Labels(b+2, s.N, s.C),
 		XVal: Symmetric(b+3, s.NVal*s.D, sq3), LabelsVal: Labels(b+4, s.NVal, s.C),
-		Lambda: Symmetric(b+5, s.D, 1), W: Symmetric(b+6, s.D*s.C, 0.01), V: Symmetric(b+7, s.D*s.C, 1),
 	}
+	if s.Hidden > 0 {
+		a.Outer = Symmetric(b+5, s.D*s.Hidden, sq3/math.Sqrt(float64(s.D)))
+		a.Inner, a.V = Symmetric(b+6, s.Hidden*s.C, 0.01), Symmetric(b+7, s.Hidden*s.C, 1)
+		return a
+	}
+	a.Outer = Symmetric(b+5, s.D, 1)
+	a.Inner, a.V = Symmetric(b+6, s.D*s.C, 0.01), Symmetric(b+7, s.D*s.C, 1)
+	return a
 }
 
 // Instance is a compiled problem with its evaluation point.
@@ -70,19 +95,28 @@ type Instance struct {
 // in float32 when f32 is set.
 func NewInstance(s Spec, f32 bool) (*Instance, error) {
 	a := s.Arrays()
-	m, err := models.LogisticRegression(
-		models.Data{X: a.X, N: s.N, D: s.D, Labels: a.Labels},
-		models.Data{X: a.XVal, N: s.NVal, D: s.D, Labels: a.LabelsVal},
-		s.C, models.LogisticSettings{})
+	train := models.Data{X: a.X, N: s.N, D: s.D, Labels: a.Labels}
+	val := models.Data{X: a.XVal, N: s.NVal, D: s.D, Labels: a.LabelsVal}
+	var obj *graph.Objective
+	if s.Hidden > 0 {
+		m, err := models.MLP(train, val, s.C, models.MLPSettings{Hidden: s.Hidden, Activation: models.Tanh, Mu: MLPMu})
+		if err != nil {
+			return nil, err
+		}
+		obj = &m.Objective
+	} else {
+		m, err := models.LogisticRegression(train, val, s.C, models.LogisticSettings{})
+		if err != nil {
+			return nil, err
+		}
+		obj = &m.Objective
+	}
+	obj.Float32Data = f32
+	p, err := graph.Compile(*obj)
 	if err != nil {
 		return nil, err
 	}
-	m.Objective.Float32Data = f32
-	p, err := m.Compile()
-	if err != nil {
-		return nil, err
-	}
-	if p.DimX() != s.D || p.DimY() != s.D*s.C {
+	if p.DimX() != len(a.Outer) || p.DimY() != len(a.Inner) {
 		return nil, fmt.Errorf("bench: %s compiled with d_x = %d, d_y = %d", s.Name, p.DimX(), p.DimY())
 	}
 	return &Instance{Spec: s, Arrays: a, P: p, F32: f32}, nil
@@ -104,16 +138,16 @@ type unlinearized struct{ *graph.Problem }
 
 func (unlinearized) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
 
-// Grad returns ∇_W g.
-func (in *Instance) Grad(dst []float64) { in.P.GradG(nil, dst, in.Lambda, in.W, nil) }
+// Grad returns ∇_y g.
+func (in *Instance) Grad(dst []float64) { in.P.GradG(nil, dst, in.Outer, in.Inner, nil) }
 
-// HVP returns ∇_WW g · v by the full HVP program.
-func (in *Instance) HVP(dst []float64) { in.P.HVP(dst, in.Lambda, in.W, in.V, nil) }
+// HVP returns ∇_yy g · v by the full HVP program.
+func (in *Instance) HVP(dst []float64) { in.P.HVP(dst, in.Outer, in.Inner, in.V, nil) }
 
-// Mixed returns ∇_λW g · v = ∇_λ ⟨∇_W g, v⟩.
-func (in *Instance) Mixed(dst []float64) { in.P.MixedXY(dst, in.Lambda, in.W, in.V, nil) }
+// Mixed returns ∇_xy g · v = ∇_x ⟨∇_y g, v⟩.
+func (in *Instance) Mixed(dst []float64) { in.P.MixedXY(dst, in.Outer, in.Inner, in.V, nil) }
 
-// AID returns the AID hypergradient at (λ, W) with steps CG steps from
+// AID returns the AID hypergradient at (x, y) with steps CG steps from
 // v = 0 (no tolerance test); with lin the products come from one
 // Linearization made inside the call.
 func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
@@ -121,18 +155,18 @@ func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
 	// which implicit would otherwise use.
 	var p oracle.Implicit = unlinearized{in.P}
 	if lin {
-		p = linearized{in.P, in.P.Linearize(in.Lambda, in.W, nil)}
+		p = linearized{in.P, in.P.Linearize(in.Outer, in.Inner, nil)}
 	}
-	_, err := implicit.Hypergradient(dst, p, in.Lambda, in.W, &implicit.Settings{Solver: cg})
+	_, err := implicit.Hypergradient(dst, p, in.Outer, in.Inner, &implicit.Settings{Solver: cg})
 	return err
 }
 
 // ITD returns the ITD hypergradient through steps steps of gradient descent
-// with step Alpha from W, with a new Unroller (so that its storage of
+// with step Alpha from y, with a new Unroller (so that its storage of
 // (steps+1)·|y| floats is allocated inside the call).
 func (in *Instance) ITD(dst []float64, steps int) error {
 	u := &unroll.Unroller{Steps: steps, Alpha: Alpha}
-	_, err := u.Hypergradient(dst, in.P, in.Lambda, in.W, nil)
+	_, err := u.Hypergradient(dst, in.P, in.Outer, in.Inner, nil)
 	return err
 }
 
@@ -156,13 +190,13 @@ func (in *Instance) prefix() string {
 // does no compilation.
 func (in *Instance) Cases() []Case {
 	dy, dx := make([]float64, in.P.DimY()), make([]float64, in.P.DimX())
-	lin := in.P.Linearize(in.Lambda, in.W, nil)
+	lin := in.P.Linearize(in.Outer, in.Inner, nil)
 	in.Grad(dy)
 	in.HVP(dy)
 	in.Mixed(dx)
 	lin.HVP(dy, in.V)
-	in.P.GradF(dx, dy, in.Lambda, in.W, nil)
-	in.P.F(in.Lambda, in.W, nil)
+	in.P.GradF(dx, dy, in.Outer, in.Inner, nil)
+	in.P.F(in.Outer, in.Inner, nil)
 	pre := in.prefix()
 	nop := func(f func()) func() error { return func() error { f(); return nil } }
 	cs := []Case{
@@ -184,7 +218,11 @@ func (in *Instance) Cases() []Case {
 			Case{Name: fmt.Sprintf("%said-cg%d", pre, k), Op: func() error { return in.AID(dx, cg, false) }},
 			Case{Name: fmt.Sprintf("%said-cg%d-lin", pre, k), Op: func() error { return in.AID(dx, cg, true) }})
 	}
-	for _, t := range []int{10, 100} {
+	steps := []int{10}
+	if in.Spec == Large || in.Spec == Small {
+		steps = append(steps, 100)
+	}
+	for _, t := range steps {
 		cs = append(cs, Case{Name: fmt.Sprintf("%sitd-t%d", pre, t), Heavy: t == 100 && in.Spec == Large,
 			Op: func() error { return in.ITD(dx, t) }})
 	}

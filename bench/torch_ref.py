@@ -35,11 +35,14 @@ SEED = 20261122  # bench.Seed
 ALPHA = 0.5      # bench.Alpha
 M64 = (1 << 64) - 1
 
-# bench.Large and bench.Small: name, id, N, D, C, NVal
+# bench.Large, bench.Small, bench.MLP and bench.Wide: name, id, N, D, C, NVal, Hidden
 SPECS = {
-    "large": (1, 20000, 784, 10, 1000),
-    "small": (2, 1000, 100, 10, 100),
+    "large": (1, 20000, 784, 10, 1000, 0),
+    "small": (2, 1000, 100, 10, 100, 0),
+    "mlp": (5, 10000, 784, 10, 1000, 256),
+    "wide": (6, 5000, 512, 1000, 500, 0),
 }
+MLP_MU = 0.1  # bench.MLPMu
 
 
 def mix64(z):
@@ -70,15 +73,20 @@ def labels(s, n, c):
 
 
 def arrays(spec):
-    """bench.Spec.Arrays."""
-    sid, n, d, c, nval = SPECS[spec]
+    """bench.Spec.Arrays: the data, the point (x, y) and the vector v."""
+    sid, n, d, c, nval, h = SPECS[spec]
     b = 100 * sid
     sq3 = math.sqrt(3)
-    return dict(
+    a = dict(
         X=symmetric(b + 1, n * d, sq3).reshape(n, d), y=labels(b + 2, n, c),
-        Xv=symmetric(b + 3, nval * d, sq3).reshape(nval, d), yv=labels(b + 4, nval, c),
-        lam=symmetric(b + 5, d, 1.0), W=symmetric(b + 6, d * c, 0.01).reshape(d, c),
-        v=symmetric(b + 7, d * c, 1.0).reshape(d, c), c=c, d=d)
+        Xv=symmetric(b + 3, nval * d, sq3).reshape(nval, d), yv=labels(b + 4, nval, c), c=c, d=d, h=h)
+    if h > 0:
+        a.update(x=symmetric(b + 5, d * h, sq3 / math.sqrt(d)).reshape(d, h),
+                 W=symmetric(b + 6, h * c, 0.01).reshape(h, c), v=symmetric(b + 7, h * c, 1.0).reshape(h, c))
+    else:
+        a.update(x=symmetric(b + 5, d, 1.0), W=symmetric(b + 6, d * c, 0.01).reshape(d, c),
+                 v=symmetric(b + 7, d * c, 1.0).reshape(d, c))
+    return a
 
 
 # ---- memory -----------------------------------------------------------------
@@ -123,54 +131,75 @@ def peak_since(base):
 # ---- the rows ---------------------------------------------------------------
 
 class Problem:
+    """A bench.Spec: logistic regression with outer x = λ (one penalty per
+    feature), or with hidden > 0 the MLP with outer x = W1 and a tanh hidden
+    layer; the inner variable W is the last layer in both."""
+
     def __init__(self, spec, dtype):
         a = arrays(spec)
         t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(dtype)
         self.X, self.Xv = t(a["X"]), t(a["Xv"])
         self.y, self.yv = torch.from_numpy(a["y"]), torch.from_numpy(a["yv"])
-        self.lam0, self.W0, self.v = t(a["lam"]), t(a["W"]), t(a["v"])
+        self.x0, self.W0, self.v = t(a["x"]), t(a["W"]), t(a["v"])
+        self.mlp = a["h"] > 0
         self.scale = 1.0 / (a["c"] * a["d"])
 
-    def lower(self, lam, W):
-        # CE(XW, Y) + (1/(c·d)) Σ_j e^{λ_j} Σ_k W_jk²
-        return F.cross_entropy(self.X @ W, self.y) + self.scale * (torch.exp(lam) @ (W * W).sum(1))
+    def features(self, X, x):
+        """The last layer's input: tanh(X·W1) for the MLP, X itself else."""
+        return torch.tanh(X @ x) if self.mlp else X
 
-    def upper(self, W):
-        return F.cross_entropy(self.Xv @ W, self.yv)
+    def lower(self, x, W, Z=None):
+        """g; Z, the features of X, when they are computed already.
+        Logistic: CE(XW, Y) + (1/(c·d)) Σ_j e^{λ_j} Σ_k W_jk²; MLP:
+        CE(tanh(XW1)W, Y) + ½μ‖W‖²."""
+        if Z is None:
+            Z = self.features(self.X, x)
+        if self.mlp:
+            return F.cross_entropy(Z @ W, self.y) + 0.5 * MLP_MU * (W * W).sum()
+        return F.cross_entropy(Z @ W, self.y) + self.scale * (torch.exp(x) @ (W * W).sum(1))
 
-    def leaves(self, lam_grad):
-        lam = self.lam0.clone().requires_grad_(lam_grad)
+    def upper(self, x, W, Z=None):
+        """f; Z, the features of X', when they are computed already."""
+        if Z is None:
+            Z = self.features(self.Xv, x)
+        return F.cross_entropy(Z @ W, self.yv)
+
+    def leaves(self, x_grad):
+        x = self.x0.clone().requires_grad_(x_grad)
         W = self.W0.clone().requires_grad_(True)
-        return lam, W
+        return x, W
 
     def grad(self):
-        lam, W = self.leaves(False)
-        return torch.autograd.grad(self.lower(lam, W), W)[0]
+        x, W = self.leaves(False)
+        return torch.autograd.grad(self.lower(x, W), W)[0]
 
     def hvp(self):
-        lam, W = self.leaves(False)
-        gW, = torch.autograd.grad(self.lower(lam, W), W, create_graph=True)
+        x, W = self.leaves(False)
+        gW, = torch.autograd.grad(self.lower(x, W), W, create_graph=True)
         return torch.autograd.grad(gW, W, self.v)[0]
 
     def mixed(self):
-        lam, W = self.leaves(True)
-        gW, = torch.autograd.grad(self.lower(lam, W), W, create_graph=True)
-        return torch.autograd.grad(gW, lam, self.v)[0]
+        x, W = self.leaves(True)
+        gW, = torch.autograd.grad(self.lower(x, W), W, create_graph=True)
+        return torch.autograd.grad(gW, x, self.v)[0]
 
     def hvp_fixed(self):
         """HVP at a fixed point: the double-backward graph is built once and
         each product only runs its backward (retain_graph)."""
-        lam, W = self.leaves(False)
-        gW, = torch.autograd.grad(self.lower(lam, W), W, create_graph=True)
+        x, W = self.leaves(False)
+        gW, = torch.autograd.grad(self.lower(x, W), W, create_graph=True)
         v = self.v
         return lambda: torch.autograd.grad(gW, W, v, retain_graph=True)[0]
 
     def aid(self, steps):
-        """∇Φ ≈ ∇λ f − ∇λW g · q with `steps` CG steps on ∇WW g · q = ∇W f
+        """∇Φ ≈ ∇x f − ∇xW g · q with `steps` CG steps on ∇WW g · q = ∇W f
         from q = 0 (as implicit.CG with Tol < 0)."""
-        lam, W = self.leaves(True)
-        b, = torch.autograd.grad(self.upper(W), W)  # f does not read λ: ∇λ f = 0
-        gW, = torch.autograd.grad(self.lower(lam, W), W, create_graph=True)
+        x, W = self.leaves(True)
+        if self.mlp:
+            fx, b = torch.autograd.grad(self.upper(x, W), (x, W))
+        else:  # f does not read λ: ∇λ f = 0
+            fx, (b,) = 0, torch.autograd.grad(self.upper(x, W), W)
+        gW, = torch.autograd.grad(self.lower(x, W), W, create_graph=True)
         with torch.no_grad():
             q = torch.zeros_like(b)
             r = b.clone()
@@ -185,17 +214,20 @@ class Problem:
                 rr_new = torch.dot(r.view(-1), r.view(-1))
                 p.mul_(rr_new / rr).add_(r)
                 rr = rr_new
-        mixed, = torch.autograd.grad(gW, lam, q)
-        return -mixed
+        mixed, = torch.autograd.grad(gW, x, q)
+        return fx - mixed
 
     def itd(self, steps):
-        """d f(λ, W_T(λ))/dλ through `steps` unrolled gradient steps."""
-        lam, W = self.leaves(True)
+        """d f(x, W_T(x))/dx through `steps` unrolled gradient steps. The
+        MLP's features are computed once and shared by every step, so the
+        backward pass goes through the first layer once."""
+        x, W = self.leaves(True)
+        Z, Zv = self.features(self.X, x), self.features(self.Xv, x)
         Wt = W
         for _ in range(steps):
-            gW, = torch.autograd.grad(self.lower(lam, Wt), Wt, create_graph=True)
+            gW, = torch.autograd.grad(self.lower(x, Wt, Z), Wt, create_graph=True)
             Wt = Wt - ALPHA * gW
-        return torch.autograd.grad(self.upper(Wt), lam)[0]
+        return torch.autograd.grad(self.upper(x, Wt, Zv), x)[0]
 
 
 # ---- meta-learning (bench.MetaSpec, models.CNN, meta.Learner) -----------------
@@ -331,11 +363,11 @@ def problem(spec, dtype):
 def all_rows():
     """Every PyTorch row, in table order."""
     out = []
-    for spec in ("large", "small"):
+    for spec in ("large", "small", "mlp", "wide"):
         for prec in ("f64", "f32"):
             out += ["%s/%s/%s" % (spec, prec, w) for w in ("grad", "hvp", "hvp-fixed", "mixed")]
-        out += ["%s/f64/aid-cg%d" % (spec, k) for k in ([10] if spec == "large" else [10, 100])]
-        out += ["%s/f64/itd-t%d" % (spec, t) for t in (10, 100)]
+        out += ["%s/f64/aid-cg%d" % (spec, k) for k in ([10, 100] if spec == "small" else [10])]
+        out += ["%s/f64/itd-t%d" % (spec, t) for t in ((10, 100) if spec in ("large", "small") else (10,))]
     out += ["meta/%s/%s" % (prec, m) for prec in ("f64", "f32") for m in ("itd-bio", "aid-bio")]
     return out
 

@@ -140,6 +140,9 @@ func matmulMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, xs
 	case k == 0:
 		clear(out)
 		return
+	case wide(m, n) && !openBLAS:
+		// gemm packs the float32 operands as float64.
+		gemmMixed(out, x, x32, y, y32, m, k, n, tx, ty)
 	case x32 != nil && y32 == nil && useAVX512 && n <= narrow && k > shortK && !tx:
 		// The kernels of matmulInto's AVX-512 routes read float32 rows too.
 		mulNarrowDot(out, array{f32: x32}, m, k, n, y, sp, sj)

@@ -51,15 +51,15 @@ func kernDot4x5Go[E float32 | float64](a []E, lda int, bt []float64, ldb, k int,
 	}
 }
 
-// kernTx5Go adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < cols,
-// j < 5, p < k.
-func kernTx5Go[E float32 | float64](cols int, a []E, lda int, b []float64, k int, c []float64, ldc int) {
+// kernTGo adds Σ_p a[p·lda+i]·b[w·p+j] to c[j·ldc+i] for i < cols, j < w,
+// p < k: the portable kernTx5 (w = 5) and kernT16x10 (w = 10).
+func kernTGo[E float32 | float64](w, cols int, a []E, lda int, b []float64, k int, c []float64, ldc int) {
 	for p := 0; p < k; p++ {
 		ap := a[p*lda : p*lda+cols]
-		for j, w := range b[5*p : 5*p+5] {
+		for j, v := range b[w*p : w*p+w] {
 			cj := c[j*ldc : j*ldc+cols]
-			for i, v := range ap {
-				cj[i] += float64(v) * w
+			for i, x := range ap {
+				cj[i] += float64(x) * v
 			}
 		}
 	}

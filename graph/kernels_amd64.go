@@ -34,6 +34,12 @@ func kernT32x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc 
 func kernT8x5F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int, mask int)
 
 //go:noescape
+func kernT16x10AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
+
+//go:noescape
+func kernT16x10F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int, mask int)
+
+//go:noescape
 func expAVX(dst, src *float64, n int) int
 
 //go:noescape
@@ -90,6 +96,23 @@ func kernDot4x5(a array, lda int, bt []float64, ldb, k int, c []float64, ldc int
 		_, _, _ = a.f64[3*lda+k-1], bt[4*ldb+k-1], c[3*ldc+4]
 		kernDot4x5AVX512(&a.f64[0], lda, &bt[0], ldb, k&^7, &c[0], ldc, 1<<(k&7)-1)
 	}
+}
+
+// kernT16x10 adds Σ_p a[p·lda+i]·b[10p+j] to c[j·ldc+i] for i < cols ≤ 16,
+// j < 10, p < k: sixteen columns of a, transposed, times a packed block of
+// ten columns. It needs AVX-512.
+func kernT16x10(cols int, a array, lda int, b []float64, k int, c []float64, ldc int) {
+	if k == 0 || cols == 0 {
+		return
+	}
+	_, _ = b[10*k-1], c[9*ldc+cols-1]
+	if a.f32 != nil {
+		_ = a.f32[(k-1)*lda+cols-1]
+		kernT16x10F32AVX512(&a.f32[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
+		return
+	}
+	_ = a.f64[(k-1)*lda+cols-1]
+	kernT16x10AVX512(&a.f64[0], lda, &b[0], k, &c[0], ldc, 1<<cols-1)
 }
 
 // widenKernel sets dst[i] = float64(src[i]) for a prefix of src (of

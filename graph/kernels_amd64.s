@@ -238,6 +238,108 @@ t85done: \
 #define LDM64 VMOVUPD.Z (SI), K1, Z20
 #define LDM32 VCVTPS2PD.Z (SI), K1, Z20
 
+// T1610 is the body of kernT16x10: it adds Σ_p a[p·lda+i]·b[10p+j] to
+// c[j·ldc+i] for the columns i < 16 selected by mask (bit i), j < 10,
+// p < k: sixteen columns of a, transposed, times a packed block of ten
+// columns, the result held transposed (two vectors per column of the
+// block) in twenty registers. One pass over the rows of a serves ten
+// columns of B.
+#define T1610(SH, LD16, PF16) \
+	MOVQ a+0(FP), SI \
+	MOVQ lda+8(FP), BX \
+	SHLQ $SH, BX \
+	MOVQ BX, R10 \
+	SHLQ $5, R10 \
+	MOVQ b+16(FP), DI \
+	MOVQ k+24(FP), CX \
+	MOVQ ldc+40(FP), R9 \
+	SHLQ $3, R9 \
+	MOVQ mask+48(FP), AX \
+	KMOVW AX, K1 \
+	SHRQ $8, AX \
+	KMOVW AX, K2 \
+	MOVQ c+32(FP), R8 \
+	CLOAD2(Z0, Z1) \
+	CLOAD2(Z2, Z3) \
+	CLOAD2(Z4, Z5) \
+	CLOAD2(Z6, Z7) \
+	CLOAD2(Z8, Z9) \
+	CLOAD2(Z10, Z11) \
+	CLOAD2(Z12, Z13) \
+	CLOAD2(Z14, Z15) \
+	CLOAD2(Z16, Z17) \
+	CLOAD2(Z18, Z19) \
+ \
+t1610loop: \
+	TESTQ CX, CX \
+	JLE   t1610done \
+	PF16 \
+	LD16 \
+	BFMA2(0, Z0, Z1) \
+	BFMA2(8, Z2, Z3) \
+	BFMA2(16, Z4, Z5) \
+	BFMA2(24, Z6, Z7) \
+	BFMA2(32, Z8, Z9) \
+	BFMA2(40, Z10, Z11) \
+	BFMA2(48, Z12, Z13) \
+	BFMA2(56, Z14, Z15) \
+	BFMA2(64, Z16, Z17) \
+	BFMA2(72, Z18, Z19) \
+	ADDQ BX, SI \
+	ADDQ $80, DI \
+	DECQ CX \
+	JMP  t1610loop \
+ \
+t1610done: \
+	MOVQ c+32(FP), R8 \
+	CSTORE2(Z0, Z1) \
+	CSTORE2(Z2, Z3) \
+	CSTORE2(Z4, Z5) \
+	CSTORE2(Z6, Z7) \
+	CSTORE2(Z8, Z9) \
+	CSTORE2(Z10, Z11) \
+	CSTORE2(Z12, Z13) \
+	CSTORE2(Z14, Z15) \
+	CSTORE2(Z16, Z17) \
+	CSTORE2(Z18, Z19) \
+	VZEROUPPER \
+	RET
+
+// CLOAD2 and CSTORE2 move the sixteen columns of a row of c at R8 (those
+// under the masks K1 and K2) to and from two registers, then step R8 to
+// the next row (R9 bytes).
+#define CLOAD2(z0, z1) \
+	VMOVUPD.Z (R8), K1, z0 \
+	VMOVUPD.Z 64(R8), K2, z1 \
+	ADDQ R9, R8
+
+#define CSTORE2(z0, z1) \
+	VMOVUPD z0, K1, (R8) \
+	VMOVUPD z1, K2, 64(R8) \
+	ADDQ R9, R8
+
+// BFMA2 multiplies the two vectors of a's row (Z20, Z21) by the element
+// of b at off(DI), broadcast, into c0 and c1.
+#define BFMA2(off, c0, c1) \
+	VBROADCASTSD off(DI), Z22 \
+	VFMADD231PD Z20, Z22, c0 \
+	VFMADD231PD Z21, Z22, c1
+
+// Loads of sixteen elements of a row of a at SI under the masks K1 and K2
+// into Z20 and Z21, and prefetches of the same columns 32 rows down (R10
+// bytes).
+#define LD16F64 \
+	VMOVUPD.Z (SI), K1, Z20 \
+	VMOVUPD.Z 64(SI), K2, Z21
+#define LD16F32 \
+	VCVTPS2PD.Z (SI), K1, Z20 \
+	VCVTPS2PD.Z 32(SI), K2, Z21
+#define PF16F64 \
+	PREFETCHT0 (SI)(R10*1) \
+	PREFETCHT0 64(SI)(R10*1)
+#define PF16F32 \
+	PREFETCHT0 (SI)(R10*1)
+
 // func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL eaxArg+0(FP), AX
@@ -689,3 +791,11 @@ widenDone:
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET
+
+// func kernT16x10AVX512(a *float64, lda int, b *float64, k int, c *float64, ldc int, mask int)
+TEXT ·kernT16x10AVX512(SB), NOSPLIT, $0-56
+	T1610(3, LD16F64, PF16F64)
+
+// func kernT16x10F32AVX512(a *float32, lda int, b *float64, k int, c *float64, ldc int, mask int)
+TEXT ·kernT16x10F32AVX512(SB), NOSPLIT, $0-56
+	T1610(2, LD16F32, PF16F32)

@@ -19,6 +19,16 @@ func kernDot4x5(a array, lda int, bt []float64, ldb, k int, c []float64, ldc int
 	kernDot4x5Go(a.f64, lda, bt, ldb, k, c, ldc)
 }
 
+// kernT16x10 adds Σ_p a[p·lda+i]·b[10p+j] to c[j·ldc+i] for i < cols ≤ 16,
+// j < 10, p < k.
+func kernT16x10(cols int, a array, lda int, b []float64, k int, c []float64, ldc int) {
+	if a.f32 != nil {
+		kernTGo(10, cols, a.f32, lda, b, k, c, ldc)
+		return
+	}
+	kernTGo(10, cols, a.f64, lda, b, k, c, ldc)
+}
+
 // kernT32x5 adds Σ_p a[p·lda+i]·b[5p+j] to c[j·ldc+i] for i < 32, j < 5,
 // p < k.
 func kernT32x5(a array, lda int, b []float64, k int, c []float64, ldc int) {
@@ -29,10 +39,10 @@ func kernT32x5(a array, lda int, b []float64, k int, c []float64, ldc int) {
 // j < 5, p < k.
 func kernTx5(cols int, a array, lda int, b []float64, k int, c []float64, ldc int) {
 	if a.f32 != nil {
-		kernTx5Go(cols, a.f32, lda, b, k, c, ldc)
+		kernTGo(5, cols, a.f32, lda, b, k, c, ldc)
 		return
 	}
-	kernTx5Go(cols, a.f64, lda, b, k, c, ldc)
+	kernTGo(5, cols, a.f64, lda, b, k, c, ldc)
 }
 
 // kern4x12 sets c[i·ldc+j] = Σ_p a[i·lda+p]·b[kw·p+j] for i < 4, j < kw,

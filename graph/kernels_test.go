@@ -89,19 +89,28 @@ func TestKernelsAVX512(t *testing.T) {
 				kernDot4x5Go(a64, lda, bt, ldb, k, want, 7)
 				close("kernDot4x5 "+what, k, got, want)
 			}
+			for cols := 1; cols <= 16; cols++ {
+				a, a64 := arr(vec(k*19 + 16))
+				b := vec(10 * k)
+				c := vec(9*17 + 16)
+				want := append([]float64{}, c...)
+				kernT16x10(cols, a, 19, b, k, c, 17)
+				kernTGo(10, cols, a64, 19, b, k, want, 17)
+				close("kernT16x10 "+what, k, c, want)
+			}
 			lda := 40
 			a, a64 := arr(vec(k*lda + 32))
 			b := vec(5 * k)
 			c := vec(4*35 + 32)
 			want := append([]float64{}, c...)
 			kernT32x5(a, lda, b, k, c, 35)
-			kernTx5Go(32, a64, lda, b, k, want, 35)
+			kernTGo(5, 32, a64, lda, b, k, want, 35)
 			close("kernT32x5 "+what, k, c, want)
 			for cols := 1; cols <= 8; cols++ {
 				c8 := vec(4*9 + 8)
 				want8 := append([]float64{}, c8...)
 				kernTx5(cols, a, lda, b, k, c8, 9)
-				kernTx5Go(cols, a64, lda, b, k, want8, 9)
+				kernTGo(5, cols, a64, lda, b, k, want8, 9)
 				close("kernTx5 "+what, k, c8, want8)
 			}
 		}
@@ -122,7 +131,7 @@ func TestMatmul(t *testing.T) {
 
 func testMatmul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
-	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}, {301, 32, 290}, {40, 500, 70}, {70, 500, 40}} {
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}, {301, 32, 290}, {40, 500, 70}, {70, 500, 40}, {1003, 200, 7}, {64, 100, 18}, {45, 90, 26}, {33, 77, 15}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
 			if tr[0] {

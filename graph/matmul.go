@@ -17,12 +17,11 @@ import (
 // is packed in blocks of kw columns, and a register-blocked kernel
 // multiplies four rows (or, transposed, four columns) of the data by a
 // block, holding the 4×kw result in registers; the work is split across
-// cores by rows. Everything else goes to gonum's BLAS (or OpenBLAS with the
-// openblas build tag).
+// cores by rows. Everything else goes to the general product of gemm.go
+// (or to OpenBLAS with the openblas build tag).
 
-// narrow is the widest output handled by the kernels below for any inner
-// dimension; shortK is the longest inner dimension for which they handle
-// any output (the rows of a stay in the first-level cache across blocks).
+// narrow is the widest output handled by the kernels below; with AVX-512,
+// inner dimensions longer than shortK take the dot-product kernels.
 const (
 	narrow = 32
 	shortK = 64
@@ -34,24 +33,38 @@ const parallelWork = 1 << 21
 
 // scratch holds temporary buffers by size class (capacity 2^c), so that
 // buffers of different sizes do not evict each other and a steady run
-// allocates nothing.
-var scratch [64]sync.Pool
+// allocates nothing; scratch32 holds float32 buffers.
+var scratch, scratch32 [64]sync.Pool
 
 // getScratch returns a buffer of length n from the pool; putScratch
 // returns it.
-func getScratch(n int) *[]float64 {
+func getScratch(n int) *[]float64 { return getBuf[float64](n) }
+
+func putScratch(p *[]float64) { putBuf(p) }
+
+// getBuf returns a buffer of n elements from the pool of its type; putBuf
+// returns it.
+func getBuf[T float](n int) *[]T {
 	c := bits.Len(uint(max(n, 1) - 1))
-	p, _ := scratch[c].Get().(*[]float64)
+	p, _ := pools[T]()[c].Get().(*[]T)
 	if p == nil {
-		b := make([]float64, 1<<c)
+		b := make([]T, 1<<c)
 		p = &b
 	}
 	*p = (*p)[:n]
 	return p
 }
 
-func putScratch(p *[]float64) {
-	scratch[bits.Len(uint(cap(*p)-1))].Put(p)
+func putBuf[T float](p *[]T) {
+	pools[T]()[bits.Len(uint(cap(*p)-1))].Put(p)
+}
+
+// pools returns the pools of buffers of T.
+func pools[T float]() *[64]sync.Pool {
+	if _, ok := any(T(0)).(float64); ok {
+		return &scratch
+	}
+	return &scratch32
 }
 
 // productShape returns the sizes of op(x)·op(y) for x of shape xs and y
@@ -69,6 +82,14 @@ func productShape(xs, ys []int, tx, ty bool) (m, k, n, sp, sj int) {
 	return m, k, n, sp, sj
 }
 
+// wide reports whether matmulInto sends a product of m×k by k×n to gemm:
+// when neither side of the result is narrow. (BenchmarkRoutes: the narrow
+// kernels are faster up to 32 columns or rows, gemm beyond, short inner
+// dimensions included.)
+func wide(m, n int) bool {
+	return m > narrow && n > narrow
+}
+
 // matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
 func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
@@ -81,7 +102,7 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	case useAVX512 && n <= narrow && k > shortK && !tx:
 		mulNarrowDot(out, array{f64: x}, m, k, n, y, sp, sj)
 		return
-	case (n <= narrow || k <= shortK) && !tx:
+	case n <= narrow && !tx:
 		mulNarrow(out, x, m, k, n, y, sp, sj)
 		return
 	case useAVX512 && n <= narrow && m >= 32:
@@ -98,6 +119,34 @@ func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 		putScratch(t)
 		return
 	}
+	if openBLAS {
+		blasProduct(out, x, y, xs, ys, m, n, tx, ty)
+		return
+	}
+	gemm(gemmKernelF64(), out, n, m, n, k, sideA(x, m, k, tx), sideB(y, k, n, ty), false)
+}
+
+// gemmMixed is gemm for matmulMixed's operands (one or both in float32),
+// with float64 arithmetic.
+func gemmMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, m, k, n int, tx, ty bool) {
+	kd := gemmKernelF64()
+	switch {
+	case x32 != nil && y32 != nil:
+		gemm(kd, out, n, m, n, k, sideA(x32, m, k, tx), sideB(y32, k, n, ty), false)
+	case x32 != nil:
+		gemm(kd, out, n, m, n, k, sideA(x32, m, k, tx), sideB(y, k, n, ty), false)
+	default:
+		gemm(kd, out, n, m, n, k, sideA(x, m, k, tx), sideB(y32, k, n, ty), false)
+	}
+}
+
+// openBLAS is set by the openblas build (openblas.go): wide products then
+// go to gonum's blas64, which that build switches to OpenBLAS, instead of
+// gemm.
+var openBLAS = false
+
+// blasProduct computes out (m×n) = op(x)·op(y) with blas64.Gemm.
+func blasProduct(out, x, y []float64, xs, ys []int, m, n int, tx, ty bool) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if tx {
 		ta = blas.Trans
@@ -142,9 +191,9 @@ func packB(dst, b []float64, k, n, sp, sj, j0, width int) {
 }
 
 // mulNarrow computes out (m×n) = a·B for a (m×k, row-major) and B (k×n,
-// B[p][j] = b[p·sp+j·sj]), with n at most narrow or k at most shortK: B is
-// packed block after block, and each group of four rows of a is multiplied
-// by every block while it is in cache.
+// B[p][j] = b[p·sp+j·sj]), with n at most narrow: B is packed block after
+// block, and each group of four rows of a is multiplied by every block
+// while it is in cache.
 func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	nb := (n + kw - 1) / kw
 	bp := getScratch(nb * k * kw)
@@ -264,10 +313,24 @@ func mulNarrowT(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 }
 
 // The AVX-512 variants. With 32 registers of eight lanes, a narrow
-// product is computed in groups of five columns with every lane used:
-// a·B as dot products of four rows of a with five columns of B, eight
-// terms at a time (mulNarrowDot), and aᵀ·B with thirty-two columns of a,
-// transposed, against five columns of B (mulNarrowT5).
+// product is computed with every lane used: a·B as dot products of four
+// rows of a with five columns of B, eight terms at a time (mulNarrowDot),
+// and aᵀ·B with sixteen columns of a, transposed, against ten columns of B
+// (and thirty-two against five for a last group of at most five;
+// mulNarrowT5): there, the rows of a stream from memory once for ten
+// columns — the common case — so that memory stays busy.
+
+// narrowGroups returns the number of groups of ten columns a narrow
+// product of n columns takes and the number rem ≤ 5 of columns left for a
+// group of five (a last group of six to nine columns is a group of ten
+// with zero columns).
+func narrowGroups(n int) (tens, rem int) {
+	tens, rem = n/10, n%10
+	if rem > 5 {
+		return tens + 1, 0
+	}
+	return tens, rem
+}
 
 // mulNarrowDot computes out (m×n) = a·B for a (m×k, row-major, in float64
 // or float32) and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most narrow.
@@ -323,24 +386,34 @@ func mulNarrowDot(out []float64, a array, m, k, n int, b []float64, sp, sj int) 
 // mulNarrowT5 computes out (m×n) = aᵀ·B for a (k×m, row-major, in float64
 // or float32) with m ≥ 32 and B (k×n, B[p][j] = b[p·sp+j·sj]), n at most
 // narrow, as mulNarrowT does but with the result transposed: each core
-// accumulates outᵀ, five rows at a time.
+// accumulates outᵀ, ten rows (or five) at a time.
 func mulNarrowT5(out []float64, a array, m, k, n int, b []float64, sp, sj int) {
-	n5 := (n + 4) / 5 * 5
+	tens, rem := narrowGroups(n)
+	g5 := 10 * tens
+	rows := g5 + 5*min(rem, 1) // of outᵀ, with zero rows past n
 	chunk := rowChunk(m)
 	m32 := m &^ 31
-	acc := sumParts(k, k*m*n, n5*m, func(lo, hi int, part []float64) {
-		var pk [maxChunk * 5]float64
+	acc := sumParts(k, k*m*rows, rows*m, func(lo, hi int, part []float64) {
+		var pk [maxChunk * 10]float64
 		for p0 := lo; p0 < hi; p0 += chunk {
 			pc := min(chunk, hi-p0)
-			for g := 0; g < n; g += 5 {
-				packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g, 5)
-				ct := part[g*m:]
-				for i := 0; i < m32; i += 32 {
-					kernT32x5(a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
+			for q := 0; q < tens; q++ {
+				packB(pk[:pc*10], b[p0*sp:], pc, n, sp, sj, 10*q, 10)
+				ct := part[10*q*m:]
+				for i := 0; i < m; i += 16 {
+					kernT16x10(min(16, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 				}
-				for i := m32; i < m; i += 8 {
-					kernTx5(min(8, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
-				}
+			}
+			if rem == 0 {
+				continue
+			}
+			packB(pk[:pc*5], b[p0*sp:], pc, n, sp, sj, g5, 5)
+			ct := part[g5*m:]
+			for i := 0; i < m32; i += 32 {
+				kernT32x5(a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
+			}
+			for i := m32; i < m; i += 8 {
+				kernTx5(min(8, m-i), a.from(p0*m+i), m, pk[:], pc, ct[i:], m)
 			}
 		}
 	})

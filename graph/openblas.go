@@ -1,9 +1,10 @@
 //go:build openblas
 
-// This file is compiled only with -tags openblas. It switches gonum's BLAS,
-// which graph/ (and gonum's mat, and every other package of the process)
-// calls for matrix products, from gonum's pure-Go implementation to
-// OpenBLAS through cgo. Build and test with
+// This file is compiled only with -tags openblas. It switches gonum's BLAS
+// (which gonum's mat and every other package of the process call for
+// matrix products) from gonum's pure-Go implementation to OpenBLAS through
+// cgo, and sends graph/'s wide products there too instead of to its own
+// gemm, so that the two can be compared. Build and test with
 //
 //	apt-get install libopenblas-dev   # Debian: the header-less link name libopenblas.so
 //	CGO_LDFLAGS=-lopenblas go test -tags openblas ./...
@@ -22,4 +23,5 @@ import (
 func init() {
 	blas64.Use(netlib.Implementation{})
 	blas32.Use(netlib.Implementation{})
+	openBLAS = true
 }
