@@ -109,15 +109,15 @@ func BenchmarkOverhead(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			d := overheadConfig(b, name)
 			in := overheadConfigs.in
-			dy, dx := make([]float64, len(in.W)), make([]float64, len(in.Lambda))
+			dy, dx := make([]float64, len(in.Inner)), make([]float64, len(in.Outer))
 			for _, row := range []struct {
 				name string
 				op   func(p oracles)
 			}{
-				{"grad", func(p oracles) { p.GradG(nil, dy, in.Lambda, in.W, nil) }},
-				{"hvp", func(p oracles) { p.HVP(dy, in.Lambda, in.W, in.V, nil) }},
+				{"grad", func(p oracles) { p.GradG(nil, dy, in.Outer, in.Inner, nil) }},
+				{"hvp", func(p oracles) { p.HVP(dy, in.Outer, in.Inner, in.V, nil) }},
 				{"aid-cg10", func(p oracles) {
-					if _, err := implicit.Hypergradient(dx, p, in.Lambda, in.W, &implicit.Settings{Solver: &implicit.CG{MaxIter: 10, Tol: -1}}); err != nil {
+					if _, err := implicit.Hypergradient(dx, p, in.Outer, in.Inner, &implicit.Settings{Solver: &implicit.CG{MaxIter: 10, Tol: -1}}); err != nil {
 						b.Fatal(err)
 					}
 				}},
