@@ -18,7 +18,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +30,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gobilevel/bilevel"
 	"github.com/gobilevel/bilevel/data"
 	"github.com/gobilevel/bilevel/graph"
 	"github.com/gobilevel/bilevel/implicit"
@@ -263,10 +263,15 @@ type comparison struct {
 func newExperiment(name string, p *graph.Problem, x []float64) (*comparison, error) {
 	e := &comparison{name: name, p: p, x: x}
 	t := time.Now()
-	y, err := newtonCG(p, x, p.Y0(nil), 1e-10)
+	// y*(x) to ‖∇y g‖ ≤ 1e-10·max(1, ‖∇y g(y0)‖), by Newton-CG.
+	y0 := p.Y0(nil)
+	g0 := make([]float64, p.DimY())
+	p.GradG(nil, g0, x, y0, nil)
+	sol, err := bilevel.SolveLower(p, x, &bilevel.Settings{Tol: 1e-10 * math.Max(1, floats.Norm(g0, 2)), Y0: y0})
 	if err != nil {
 		return nil, fmt.Errorf("%s: solving the inner problem: %w", name, err)
 	}
+	y := sol.Y
 	e.ystar = y
 	e.exact = make([]float64, p.DimX())
 	res, err := implicit.Hypergradient(e.exact, p, x, y, &implicit.Settings{
@@ -290,40 +295,6 @@ func newExperiment(name string, p *graph.Problem, x []float64) (*comparison, err
 	}
 	e.lmax *= 1.05 // the Lanczos estimate approaches λmax from below
 	return e, nil
-}
-
-// newtonCG minimizes g(x, ·) from y by Newton steps solved with CG, until
-// ‖∇y g‖ ≤ tol·max(1, ‖∇y g(y0)‖). A step is halved until it decreases g
-// sufficiently (Armijo) or, near the minimum where differences of g drown
-// in rounding, until it halves the gradient norm.
-func newtonCG(p *graph.Problem, x, y []float64, tol float64) ([]float64, error) {
-	n := p.DimY()
-	grad, step, trial, tgrad := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	p.GradG(nil, grad, x, y, nil)
-	stop := tol * math.Max(1, floats.Norm(grad, 2))
-	for it := 0; it < 100; it++ {
-		gn := floats.Norm(grad, 2)
-		if gn <= stop {
-			return y, nil
-		}
-		l := p.Linearize(x, y, nil)
-		clear(step)
-		cgTol := math.Min(0.1, math.Sqrt(gn))
-		if _, err := (&implicit.CG{Tol: cgTol, MaxIter: 10 * n}).Solve(step, l.HVP, grad); err != nil {
-			return nil, err
-		}
-		g0, slope := p.G(x, y, nil), -floats.Dot(grad, step)
-		for t, k := 1.0, 0; ; t, k = t/2, k+1 {
-			floats.AddScaledTo(trial, y, -t, step)
-			p.GradG(nil, tgrad, x, trial, nil)
-			if p.G(x, trial, nil) <= g0+1e-4*t*slope || floats.Norm(tgrad, 2) <= gn/2 || k == 40 {
-				break
-			}
-		}
-		copy(y, trial)
-		copy(grad, tgrad)
-	}
-	return nil, errors.New("Newton-CG did not reach the tolerance in 100 steps")
 }
 
 // measure runs f, returning its wall time, the bytes it allocated and the
