@@ -15,7 +15,6 @@ import (
 	"github.com/gobilevel/bilevel/data"
 	"github.com/gobilevel/bilevel/meta"
 	"github.com/gobilevel/bilevel/models"
-	"github.com/nats-io/nats.go"
 )
 
 // metaCNN is the tiny backbone of package meta's tests: 8×8 images, two
@@ -80,14 +79,15 @@ func metaRun(t *testing.T, s meta.Settings, steps int, before func(k int)) ([]me
 	return sts, l.Snapshot(), nil
 }
 
-// metaRunner starts a MetaTasks of s on c with the settings ds.
-func metaRunner(t *testing.T, c *cluster, nc *nats.Conn, s meta.Settings, ds Settings) *MetaTasks {
+// metaRunner starts a MetaTasks of s, cnn and ways on c with the settings
+// ds; t.Cleanup closes it.
+func metaRunner(t testing.TB, c *cluster, s meta.Settings, cnn models.CNNSettings, ways int, ds Settings) *MetaTasks {
 	t.Helper()
 	ds.Pool = c.pool
 	if ds.JoinTimeout == 0 {
 		ds.JoinTimeout = 30 * time.Second
 	}
-	m, err := NewMetaTasks(nc, s, metaCNN, 3, ds)
+	m, err := NewMetaTasks(c.nc, s, cnn, ways, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestMetaTasks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := metaRunner(t, c, c.nc, s, Settings{Workers: 2})
+			m := metaRunner(t, c, s, metaCNN, 3, Settings{Workers: 2})
 			s.Runner = m
 			gotSt, got, err := metaRun(t, s, steps, nil)
 			if err != nil {
@@ -168,7 +168,7 @@ func TestMetaWorkerKilled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			die := filepath.Join(t.TempDir(), "die")
 			c := newCluster(t, tc.workers, envDieFile+"="+die)
-			m := metaRunner(t, c, c.nc, s, Settings{Shards: 2, Workers: tc.workers, ProbeInterval: 50 * time.Millisecond, JoinTimeout: 2 * time.Second})
+			m := metaRunner(t, c, s, metaCNN, 3, Settings{Shards: 2, Workers: tc.workers, ProbeInterval: 50 * time.Millisecond, JoinTimeout: 2 * time.Second})
 			m.p.s.JoinTimeout = 500 * time.Millisecond // New had 2 s to find its workers; a lost shard gets this
 			rs := s
 			rs.Runner = m
