@@ -82,13 +82,9 @@ func (c fedClients) Round(r *optim.FedRound) error {
 	defer func() { p.round = nil }()
 	skipped := p.stats.Skipped
 	err := p.exchange(opFed, parts, func(pt *part, _ *workerRef, _ bool) *callBody {
-		for j := range parts {
-			if &parts[j] == pt {
-				tr.PayloadOut += taskPayload(&r.Tasks[j])
-				return &callBody{op: opFed, data: bodies[j]}
-			}
-		}
-		panic("dist: a part of no task")
+		j := partIndex(parts, pt)
+		tr.PayloadOut += taskPayload(&r.Tasks[j])
+		return &callBody{op: opFed, data: bodies[j]}
 	}, -1, 0, r.Optional)
 	if err != nil {
 		p.err = &CallError{Oracle: fmt.Sprintf("the %v round of a federated run (shard k holds client k)", r.Level), Err: err}

@@ -50,14 +50,17 @@ var registry = struct {
 // Register makes a model available to the workers of this program under
 // name, which is what Settings.Model names. Call it from an init function
 // or at the top of main, before ServeIfWorker. Register panics if name is
-// not 1 to 64 letters, digits, '_' or '-', if c is nil or if name is taken:
-// those are programmer errors.
+// not 1 to 64 letters, digits, '_' or '-', if c is nil or if name is taken
+// (MetaModel always is): those are programmer errors.
 func Register(name string, c Constructor) {
 	if err := checkName(name); err != nil {
 		panic("dist: Register: " + err.Error())
 	}
 	if c == nil {
 		panic("dist: Register of a nil Constructor for model " + name)
+	}
+	if name == MetaModel {
+		panic("dist: Register: model name " + MetaModel + " is reserved for meta-learning tasks")
 	}
 	registry.Lock()
 	defer registry.Unlock()

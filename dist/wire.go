@@ -103,7 +103,7 @@ type callBody struct {
 	y     []float64
 	v     []float64
 	batch []int  // local indices; nil (flagBatch unset) for all of the shard's samples
-	data  []byte // opFed: the client's task (encodeTask)
+	data  []byte // opFed: the client's task (encodeTask); opMeta: the task (encodeMetaTask)
 }
 
 // resultBody answers a callBody.
@@ -154,11 +154,12 @@ const (
 	opHessYY
 	opHessXY
 	opCheckBatch
-	opFed // a federated client's task (optim.FedTask) on the shard, its data
+	opFed  // a federated client's task (optim.FedTask) on the shard, its data
+	opMeta // a meta-learning task's meta-gradient (dist/meta.go)
 	opCount
 )
 
-var opNames = [opCount]string{"", "F", "G", "GradF", "GradG", "HVP", "MixedXY", "MixedYX", "HVP (linearized)", "MixedXY (linearized)", "HessYY", "HessXY", "CheckBatch", "a client's task"}
+var opNames = [opCount]string{"", "F", "G", "GradF", "GradG", "HVP", "MixedXY", "MixedYX", "HVP (linearized)", "MixedXY (linearized)", "HessYY", "HessXY", "CheckBatch", "a client's task", "a meta-learning task"}
 
 func opName(op uint8) string {
 	if op < opCount {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/graph"
+	"github.com/gobilevel/bilevel/meta"
 	"github.com/gobilevel/bilevel/optim"
 	"github.com/nats-io/nats.go"
 	"gonum.org/v1/gonum/mat"
@@ -71,6 +72,8 @@ type shard struct {
 	lins         []linEntry // most recently used first
 	// fed is the federated client on the shard, with its state.
 	fed *optim.FedClient
+	// learner computes the meta-gradients of a MetaModel shard (p is nil).
+	learner *meta.Learner
 }
 
 type linEntry struct {
@@ -143,7 +146,7 @@ func newWorker(nc *nats.Conn, s WorkerSettings) (*worker, error) {
 	}
 	w := &worker{nc: nc, name: s.Name, pool: s.Pool, log: s.Log, threads: runtime.GOMAXPROCS(0), shards: map[uint32]*shard{}}
 	w.hello = encode(nil, &message{kind: kindHello, sender: w.name, body: &helloBody{
-		host: host, pid: uint32(os.Getpid()), threads: uint16(min(w.threads, math.MaxUint16)), models: Models()}})
+		host: host, pid: uint32(os.Getpid()), threads: uint16(min(w.threads, math.MaxUint16)), models: append(Models(), MetaModel)}})
 	return w, nil
 }
 
@@ -267,9 +270,12 @@ func (w *worker) attach(session uint64, a *attachBody) error {
 	if len(a.shards) == 0 {
 		return errors.New("attach lists no shard")
 	}
-	build, err := lookup(a.model)
-	if err != nil {
-		return err
+	var build Constructor
+	var err error
+	if a.model != MetaModel {
+		if build, err = lookup(a.model); err != nil {
+			return err
+		}
 	}
 	threads := w.threads
 	if a.threads > 0 {
@@ -291,7 +297,12 @@ func (w *worker) attach(session uint64, a *attachBody) error {
 		}
 		if s == nil {
 			t := time.Now()
-			if s, err = newShard(build, a.model, a.params, spec); err != nil {
+			if build == nil {
+				s, err = newMetaShard(a.params, spec)
+			} else {
+				s, err = newShard(build, a.model, a.params, spec)
+			}
+			if err != nil {
 				return err
 			}
 			s.key = key
@@ -506,7 +517,12 @@ func (s *shard) call(c *callBody) (res *resultBody, code uint8, err error) {
 			res, code, err = nil, codeFailed, fmt.Errorf("panic: %v", r)
 		}
 	}()
-	if c.op == opFed {
+	switch {
+	case (c.op == opMeta) != (s.learner != nil):
+		return nil, codeFailed, fmt.Errorf("%s on a shard of another kind", opName(c.op))
+	case c.op == opMeta:
+		return s.metaCall(c)
+	case c.op == opFed:
 		return s.fedCall(c)
 	}
 	dx, dy := s.p.DimX(), s.p.DimY()

@@ -234,14 +234,18 @@ func mulNarrow(out, a []float64, m, k, n int, b []float64, sp, sj int) {
 	}
 }
 
-// sumParts splits the k rows of a transposed product between the cores
-// (one part when work, the multiply-adds, is small), runs run on each range
-// with a zeroed accumulator of size elements, adds the accumulators and
-// returns the buffer whose first size elements hold the sum; the caller
-// puts it back with putScratch.
+// sumParts splits the k rows of a transposed product into parts (one when
+// work, the multiply-adds, is small), runs run on each range with a zeroed
+// accumulator of size elements, adds the accumulators and returns the
+// buffer whose first size elements hold the sum; the caller puts it back
+// with putScratch. The parts depend only on the sizes and GOMAXPROCS, not
+// on whether cores are spare now (then they run on the cores, else one
+// after the other here), so that the sum's bits do not depend on what else
+// runs: package meta's tasks give the same bits in parallel goroutines and
+// one at a time in a dist worker.
 func sumParts(k, work, size int, run func(lo, hi int, acc []float64)) *[]float64 {
 	parts := runtime.GOMAXPROCS(0)
-	if work < parallelWork || !spareCores(parts) || k < 2*parts {
+	if work < parallelWork || k < 2*parts {
 		parts = 1
 	}
 	acc := getScratch(parts * size)
@@ -251,7 +255,13 @@ func sumParts(k, work, size int, run func(lo, hi int, acc []float64)) *[]float64
 		part(0)
 		return acc
 	}
-	runParts(parts, part)
+	if spareCores(parts) {
+		runParts(parts, part)
+	} else {
+		for q := range parts {
+			part(q)
+		}
+	}
 	for q := 1; q < parts; q++ {
 		floats.Add((*acc)[:size], (*acc)[q*size:(q+1)*size])
 	}

@@ -98,6 +98,10 @@ type Settings struct {
 	// EvalSteps is the number of inner steps used to fit a head at
 	// evaluation (default: the training steps of the current iteration).
 	EvalSteps int
+	// Runner, when not nil, computes the tasks' meta-gradients instead of
+	// the Workers goroutines (dist.MetaTasks: on worker processes); the
+	// result is the same, bit for bit. Evaluation stays in process.
+	Runner TaskRunner
 }
 
 func (s Settings) withDefaults() (Settings, error) {
@@ -332,15 +336,21 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 		l.grads = append(l.grads, nil)
 	}
 	loss, acc := make([]float64, n), make([]float64, n)
-	err = parallel(l.workers, n, func(w *worker, i int) error {
-		l.grads[i] = grow(l.grads[i], len(dst))
-		var err error
-		acc[i], loss[i], err = l.task(w, tasks[i], steps, l.grads[i])
-		if err != nil {
-			return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Gradient, k, i, err)
+	if l.s.Runner != nil {
+		if err = l.runTasks(acc, loss, steps, tasks); err != nil {
+			err = fmt.Errorf("meta: %v, iteration %d: %w", l.s.Gradient, k, err)
 		}
-		return nil
-	})
+	} else {
+		err = parallel(l.workers, n, func(w *worker, i int) error {
+			l.grads[i] = grow(l.grads[i], len(dst))
+			var err error
+			acc[i], loss[i], err = l.task(w, tasks[i], steps, l.grads[i])
+			if err != nil {
+				return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Gradient, k, i, err)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return StepStats{Iter: k, InnerSteps: steps}, err
 	}

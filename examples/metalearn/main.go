@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/gobilevel/bilevel/data"
+	"github.com/gobilevel/bilevel/dist"
 	"github.com/gobilevel/bilevel/internal/experiment"
 	"github.com/gobilevel/bilevel/internal/report"
 	"github.com/gobilevel/bilevel/meta"
@@ -85,10 +86,14 @@ type config struct {
 	PretrainBatch        int
 	CheckpointEvery      int
 	Resume               bool
+	Threads              int
 	Workers              int
+	NATS                 string
 	Quiet                bool
 	Baselines            bool
 	PlotCPU              bool
+
+	cluster *dist.Cluster // the workers of -workers, nil in process
 }
 
 // modes holds the values of the flags that differ between modes.
@@ -100,6 +105,7 @@ var modes = map[string]map[string]string{
 }
 
 func main() {
+	dist.ServeIfWorker()
 	experiment.Main("metalearn", parseFlags, func(c config) error {
 		_, err := run(c)
 		return err
@@ -149,7 +155,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.PretrainBatch, "pretrain-batch", 64, "images per pre-training step")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", 200, "meta-iterations (or pre-training steps) between checkpoints")
 	fs.BoolVar(&c.Resume, "resume", false, "continue each run from its checkpoint in -out/checkpoints (runs without one start afresh; finished runs are not redone)")
-	fs.IntVar(&c.Workers, "workers", runtime.GOMAXPROCS(0), fmt.Sprintf("tasks processed in parallel, 1 to %d", experiment.MaxWorkers()))
+	fs.IntVar(&c.Threads, "threads", runtime.GOMAXPROCS(0), fmt.Sprintf("tasks processed in parallel in this process (training without -workers, baselines, evaluation), 1 to %d", experiment.MaxWorkers()))
+	fs.IntVar(&c.Workers, "workers", 0, "worker processes computing the meta-training tasks' meta-gradients, a batch's tasks spread over them (package dist; the same results, bit for bit; the CPU seconds reported are then this process's alone); 0: in this process")
+	fs.StringVar(&c.NATS, "nats", "", "a NATS server URL to use instead of an embedded one; the -workers workers are then not started here: start them on any machine (docs/distributed.md)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress report")
 	fs.BoolVar(&c.PlotCPU, "plot-cpu", false, "plot accuracy against training CPU time instead of wall time (fairer on a machine shared with other jobs)")
 	fs.BoolVar(&c.Baselines, "baselines", true, "run the random and pre-trained baselines (false: the methods only, for tuning)")
@@ -189,9 +197,33 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if c.Backprop != "features" && c.Backprop != "direct" {
 		ck.Failf("backprop", "%q: give features or direct", c.Backprop)
 	}
-	ck.Workers("workers", c.Workers)
+	ck.Workers("threads", c.Threads)
+	ck.Int("workers", c.Workers, 0, 64)
+	if c.NATS != "" {
+		if err := dist.CheckURL(c.NATS); err != nil {
+			ck.Failf("nats", "%v", err)
+		} else if c.Workers == 0 {
+			ck.Failf("nats", "%s with -workers 0: give the number of workers that compute the tasks", c.NATS)
+		}
+	}
 	c.CurveSize = min(c.CurveSize, c.EvalTasks)
 	return c, ck.Err()
+}
+
+// where says where the meta-training tasks run.
+func (c config) where() string {
+	if c.Workers == 0 {
+		return fmt.Sprintf("%d tasks in parallel in this process", c.Threads)
+	}
+	return fmt.Sprintf("tasks on %d worker processes", c.Workers)
+}
+
+// workerPool is the pool of the workers: BILEVEL_DIST_POOL or "metalearn".
+func workerPool() string {
+	if p := os.Getenv(dist.EnvPool); p != "" {
+		return p
+	}
+	return "metalearn"
 }
 
 // cnnSettings are the backbone's settings.
@@ -202,7 +234,7 @@ func (c config) cnnSettings() models.CNNSettings {
 // learnerSettings maps a method name to the learner's settings.
 func learnerSettings(c config, method string) (meta.Settings, error) {
 	s := meta.Settings{Steps: c.Steps, Alpha: c.Alpha, CGSteps: c.CG, TaskBatch: c.Batch,
-		Outer: optim.Adam{LR: c.LR}, Workers: c.Workers}
+		Outer: optim.Adam{LR: c.LR}, Workers: c.Threads}
 	if c.Backprop == "direct" {
 		s.Backprop = meta.Direct
 	}
@@ -284,6 +316,17 @@ type setting struct {
 // run runs the experiment for the seed, or for each of the seeds and their
 // summary, and returns the result line's values.
 func run(c config) (map[string]any, error) {
+	if c.Workers > 0 {
+		start := c.Workers
+		if c.NATS != "" {
+			start = 0 // the user starts them
+		}
+		var err error
+		if c.cluster, err = dist.StartCluster(dist.ClusterSettings{URL: c.NATS, Workers: start, Pool: workerPool()}); err != nil {
+			return nil, err
+		}
+		defer c.cluster.Close()
+	}
 	if len(c.Seeds) > 0 {
 		return runSeeds(c)
 	}
@@ -312,7 +355,7 @@ func runSeed(c config) (map[string]any, []*setting, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Printf("meta-train base classes %v, meta-test %v (meta-validation %v unused); %d workers\n", split[0], split[2], split[1], c.Workers)
+	fmt.Printf("meta-train base classes %v, meta-test %v (meta-validation %v unused); %s\n", split[0], split[2], split[1], c.where())
 
 	var pre []float64
 	var preSec float64
@@ -399,7 +442,7 @@ type pretrainCheckpoint struct {
 // pre-trained backbone and returns it with its training time.
 func pretrain(c config, train *data.Dataset, base []int, dir string) ([]float64, float64, error) {
 	p, err := meta.NewPretrainer(train, base, c.cnnSettings(), meta.PretrainSettings{Batch: c.PretrainBatch,
-		Outer: optim.Adam{LR: c.LR}, Workers: c.Workers, Seed: c.Seed})
+		Outer: optim.Adam{LR: c.LR}, Workers: c.Threads, Seed: c.Seed})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -495,7 +538,7 @@ func (e *setting) baselines(preSec float64) error {
 			}
 		}
 	}()
-	ev := &meta.Evaluator{CNN: c.cnnSettings(), Ways: c.Ways, Steps: c.ProbeSteps, Alpha: c.Alpha, Workers: c.Workers}
+	ev := &meta.Evaluator{CNN: c.cnnSettings(), Ways: c.Ways, Steps: c.ProbeSteps, Alpha: c.Alpha, Workers: c.Threads}
 	for _, b := range []struct {
 		name string
 		phi  []float64
@@ -524,6 +567,14 @@ func (e *setting) trainMethod(method string) error {
 	s, err := learnerSettings(c, method)
 	if err != nil {
 		return err
+	}
+	if c.cluster != nil {
+		r, err := dist.NewMetaTasks(c.cluster.Conn, s, c.cnnSettings(), c.Ways, dist.Settings{Workers: c.Workers, Pool: workerPool()})
+		if err != nil {
+			return fmt.Errorf("%s %s on %d workers: %w", e.name, method, c.Workers, err)
+		}
+		defer r.Close()
+		s.Runner = r
 	}
 	l, err := meta.NewLearner(s, c.cnnSettings(), c.Ways)
 	if err != nil {

@@ -149,7 +149,7 @@ func parse(args ...string) (config, error) {
 // TestFlags: the modes, -h, and bad values refused before any work with a
 // message naming the flag; among them the reproductions of issue 17
 // (-max-seconds NaN and -growth NaN ran the whole job, -workers -3 and
-// 100000 and a repeated method were accepted).
+// 100000, now -threads, and a repeated method were accepted).
 func TestFlags(t *testing.T) {
 	c, err := parse("-mode", "full", "-iters", "7", "-data", "embedded")
 	if err != nil {
@@ -171,8 +171,11 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"-ways", "1"}, Want: "-ways 1"},
 		{Args: []string{"-max-seconds", "NaN"}, Want: "-max-seconds NaN"},
 		{Args: []string{"-growth", "NaN"}, Want: "-growth NaN"},
-		{Args: []string{"-workers", "-3"}, Want: "-workers -3"},
-		{Args: []string{"-workers", "100000"}, Want: "-workers 100000"},
+		{Args: []string{"-threads", "-3"}, Want: "-threads -3"},
+		{Args: []string{"-threads", "100000"}, Want: "-threads 100000"},
+		{Args: []string{"-workers", "-1"}, Want: "-workers -1"},
+		{Args: []string{"-nats", "http://x:1", "-workers", "2"}, Want: "-nats"},
+		{Args: []string{"-nats", "nats://127.0.0.1:4222"}, Want: "-workers 0"},
 		{Args: []string{"-methods", "itd,itd"}, Want: "-methods"},
 		{Args: []string{"-lr", "0"}, Want: "-lr 0"},
 		{Args: []string{"-alpha", "Inf"}, Want: "-alpha"},
@@ -188,7 +191,7 @@ func TestFlags(t *testing.T) {
 		t.Errorf("-h: error %v", err)
 	}
 	for _, name := range []string{"mode", "data", "seed", "out", "methods", "shots", "resume", "checkpoint-every", "backprop", "eval-tasks",
-		"maml-steps", "maml-alpha", "batch"} {
+		"maml-steps", "maml-alpha", "batch", "threads", "workers", "nats"} {
 		if !strings.Contains(help.String(), "-"+name) {
 			t.Errorf("-h does not document -%s", name)
 		}
