@@ -90,22 +90,39 @@ CONST(vmC2, 0x3fe0000000000000) // 1/2
 	VDIVPD Z12, Z14, Z14 \
 	VADDPD Z14, Z8, Z8
 
+// PROLOGUE: the arguments dst, src, n in DI, SI, CX, the index AX = 0,
+// ones in Z15.
+#define PROLOGUE \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ n+16(FP), CX \
+	XORQ AX, AX \
+	VBROADCASTSD vmOne<>(SB), Z15
+
+// LOADY(limit, factor): x = src[AX:AX+8] in Z0, y = factor·min(|x|, limit)
+// in Z1.
+#define LOADY(limit, factor) \
+	VMOVUPD (SI)(AX*8), Z0 \
+	VPANDQ.BCST vmAbs<>(SB), Z0, Z1 \
+	VMINPD.BCST limit, Z1, Z1 \
+	VMULPD.BCST factor, Z1, Z1
+
+// STORE: Z8 to dst[AX:AX+8], x itself where x is NaN; AX += 8.
+#define STORE \
+	VCMPPD $3, Z0, Z0, K1 \
+	VMOVAPD Z0, K1, Z8 \
+	VMOVUPD Z8, (DI)(AX*8) \
+	ADDQ $8, AX
+
 // func tanhAVX512(dst, src *float64, n int)
 // writes tanh(src[i]) to dst[i], n a multiple of 8.
 TEXT ·tanhAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	XORQ AX, AX
-	VBROADCASTSD vmOne<>(SB), Z15
+	PROLOGUE
 
 tanhloop:
 	CMPQ AX, CX
 	JGE  tanhdone
-	VMOVUPD (SI)(AX*8), Z0
-	VPANDQ.BCST vmAbs<>(SB), Z0, Z1
-	VMINPD.BCST vmTanhMax<>(SB), Z1, Z1
-	VMULPD.BCST vmMinus2<>(SB), Z1, Z1 // y = −2·min(|x|, 22)
+	LOADY(vmTanhMax<>(SB), vmMinus2<>(SB)) // y = −2·min(|x|, 22)
 	EXPM1PARTS
 	VMULPD Z6, Z7, Z5                  // b = 2^k·p
 	VMULPD Z21, Z7, Z22                // blo = 2^k·plo
@@ -117,10 +134,7 @@ tanhloop:
 	VPANDQ.BCST vmAbs<>(SB), Z8, Z8
 	VPANDQ.BCST vmSign<>(SB), Z0, Z10
 	VPORQ Z10, Z8, Z8                  // with x's sign
-	VCMPPD $3, Z0, Z0, K1              // NaN: x itself
-	VMOVAPD Z0, K1, Z8
-	VMOVUPD Z8, (DI)(AX*8)
-	ADDQ $8, AX
+	STORE
 	JMP  tanhloop
 
 tanhdone:
@@ -130,20 +144,13 @@ tanhdone:
 // func sigmoidAVX512(dst, src *float64, n int)
 // writes 1/(1 + e^−src[i]) to dst[i], n a multiple of 8.
 TEXT ·sigmoidAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	XORQ AX, AX
-	VBROADCASTSD vmOne<>(SB), Z15
+	PROLOGUE
 	VPXORQ Z20, Z20, Z20
 
 sigmoidloop:
 	CMPQ AX, CX
 	JGE  sigmoiddone
-	VMOVUPD (SI)(AX*8), Z0
-	VPANDQ.BCST vmAbs<>(SB), Z0, Z1
-	VMINPD.BCST vmSigmoidMax<>(SB), Z1, Z1
-	VMULPD.BCST vmMinus1<>(SB), Z1, Z1 // y = −min(|x|, 746)
+	LOADY(vmSigmoidMax<>(SB), vmMinus1<>(SB)) // y = −min(|x|, 746)
 	EXPM1PARTS
 	VMULPD Z6, Z7, Z5                  // b = 2^k·p
 	ONEPLUS(VADDPD, Z12, Z13)          // d = 1 + 2^k + b
@@ -164,10 +171,7 @@ sigmoidloop:
 	VMOVAPD Z20, K2, Z17               // no scaling
 	QUOFIX
 	VSCALEFPD Z17, Z8, Z8
-	VCMPPD $3, Z0, Z0, K1              // NaN: x itself
-	VMOVAPD Z0, K1, Z8
-	VMOVUPD Z8, (DI)(AX*8)
-	ADDQ $8, AX
+	STORE
 	JMP  sigmoidloop
 
 sigmoiddone:
