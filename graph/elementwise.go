@@ -87,9 +87,9 @@ func defineUnary() {
 		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 3), b.unary(opSquare, x)) })
 	opInverse = unary("inverse", "inv", inverseInto,
 		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSquare, n))) })
-	opSigmoid = unary("sigmoid", "sigmoid", each(sigmoid),
+	opSigmoid = unary("sigmoid", "sigmoid", sigmoidInto,
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.mul(n, b.binary(opSub, one(b), n))) })
-	opTanh = unary("tanh", "tanh", each(math.Tanh),
+	opTanh = unary("tanh", "tanh", tanhInto,
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opSub, one(b), b.unary(opSquare, n))) })
 	opSoftplus = unary("softplus", "softplus", each(softplus),
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSigmoid, x)) })
@@ -277,14 +277,6 @@ func absInto(out, x []float64) {
 	for i, v := range x {
 		out[i] = math.Abs(v)
 	}
-}
-
-func sigmoid(v float64) float64 {
-	if v >= 0 {
-		return 1 / (1 + math.Exp(-v))
-	}
-	e := math.Exp(v)
-	return e / (1 + e)
 }
 
 // softplus is log(1 + exp(v)) without overflow.
