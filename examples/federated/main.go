@@ -540,7 +540,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 				if est == "exact" {
 					file, title = "synthetic_exact_avg_error", "paper 004 Sec. 6.1: AiPOD and E-AiPOD, exact inverse"
 				}
-				figs = append(figs, fig{syntheticNames(c, est), "avg_error", "running average of ‖grad F‖²_Px + ‖y − y*‖²", file, title,
+				figs = append(figs, fig{syntheticNames(c, est), "avg_error", "running average of ‖projected grad F‖² + ‖y − y*‖²", file, title,
 					[]ax{{"iter", "iterations", "iters"}, {"rounds_lower", "lower-level projections", "lower_projections"}, {"rounds", "projections (all levels)", "projections"}}})
 			}
 		case "fedhr":

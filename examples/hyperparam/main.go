@@ -632,6 +632,9 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 					label = "objective error Φ(x) − Φ*"
 				}
 				pl := report.Plot{Title: title, XLabel: axis.Label(), YLabel: label, Series: series, FitAfterStart: true}
+				if axis == experiment.Seconds {
+					pl.XScale = report.Log // as hypercleaning's: a method done in 1 s is no vertical line at the axis
+				}
 				if strings.HasSuffix(metric, "acc") {
 					pl.YScale = report.Linear
 				}

@@ -340,7 +340,7 @@ func plots(path func(string) string, c config, all map[string][]*experiment.Trac
 		metrics := []struct{ key, label string }{{"grad_norm", "‖grad Φ(x)‖"}}
 		if prob == "sensing" {
 			dims = c.Dims
-			metrics = []struct{ key, label string }{{"rel_err", "‖UUᵀ − H*‖²_F / ‖H*‖²_F"}, {"loss", "loss l(U)"}}
+			metrics = []struct{ key, label string }{{"rel_err", "‖UUᵀ − H*‖² / ‖H*‖² (Frobenius norms)"}, {"loss", "loss l(U)"}}
 		}
 		for _, d := range dims {
 			for _, m := range metrics {

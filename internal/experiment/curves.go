@@ -1,12 +1,16 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/internal/report"
+	"github.com/gobilevel/bilevel/optim"
 )
 
 // Curve is a sampled function, X increasing.
@@ -124,14 +128,16 @@ func CurveOf(t *Trace, axis Axis, metric string) Curve {
 // its stale starting value, which for a method with costly iterations,
 // such as a full-batch AID, drew a plateau at the start value that is no
 // run's progress); one trace is returned as it is. Runs that stopped early
-// are named in the series' note (FailureNote).
+// are named in the series' note (FailureNote); one that failed in its first
+// iteration adds no point (its lone start, at a time of microseconds,
+// stretched logarithmic time axes by decades).
 func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report.Series {
 	var cs []Curve
 	hi, begun := 0.0, 0.0
 	var starts []float64
 	for _, t := range traces {
 		c := CurveOf(t, axis, metric)
-		if len(c.X) == 0 {
+		if len(c.X) == 0 || failedAtStart(t) {
 			continue
 		}
 		cs = append(cs, c)
@@ -159,8 +165,14 @@ func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report
 	return s
 }
 
+// failedAtStart reports whether t stopped with an error before it
+// completed an iteration.
+func failedAtStart(t *Trace) bool {
+	return t.Err != nil && (len(t.Points) == 0 || t.Last().Iter == 0)
+}
+
 // FailureNote says which of the runs stopped early, and why, for a
-// legend: "" when none did, Trace.Describe of the run when one did, and
+// legend: "" when none did, Trace.Brief of the run when one did, and
 // how many of them with the first reason when several did.
 func FailureNote(traces []*Trace) string {
 	var failed []*Trace
@@ -173,9 +185,68 @@ func FailureNote(traces []*Trace) string {
 	case len(failed) == 0:
 		return ""
 	case len(traces) == 1:
-		return failed[0].Describe()
+		return failed[0].Brief()
 	}
-	return fmt.Sprintf("%d of %d runs stopped early; one %s", len(failed), len(traces), failed[0].Describe())
+	return fmt.Sprintf("%d of %d runs stopped early; one %s", len(failed), len(traces), failed[0].Brief())
+}
+
+// Brief is the legend form of a failed run's outcome, "stopped at
+// iteration 0: negative curvature in CG (dᵀHd = −114, H the Hessian of g
+// in y)": the iteration and the cause without the chain of callers and
+// the advice, which the CSV and JSON files keep (Trace.Err); "" for a run
+// that did not fail.
+func (t *Trace) Brief() string {
+	if t.Err == nil {
+		return ""
+	}
+	iter := 0
+	if t.State != nil {
+		iter = t.State.Iter
+	}
+	return fmt.Sprintf("stopped at iteration %d: %s", iter, cause(t.Err))
+}
+
+// maxCause is the most characters cause gives an error it does not know.
+const maxCause = 100
+
+// cause says in a few words why err stopped a run.
+func cause(err error) string {
+	num := func(v float64) string { return strings.Replace(strconv.FormatFloat(v, 'g', 3, 64), "-", "−", 1) }
+	var (
+		curv  *implicit.CurvatureError
+		div   *implicit.DivergenceError
+		brk   *implicit.BreakdownError
+		step  *implicit.StepSizeError
+		nonfi *optim.NonFiniteError
+	)
+	switch {
+	case errors.As(err, &curv):
+		return fmt.Sprintf("negative curvature in CG (dᵀHd = %s, H the Hessian of g in y)", num(curv.Curvature))
+	case errors.As(err, &div):
+		return fmt.Sprintf("%s diverged (step η = %s too large, or the Hessian of g in y not positive definite)", div.Solver, num(div.Eta))
+	case errors.As(err, &brk):
+		return fmt.Sprintf("%s breakdown (%s = %v)", brk.Solver, brk.Quantity, brk.Value)
+	case errors.As(err, &step):
+		return fmt.Sprintf("%s step η = %s too large (η·λmax = %s)", step.Solver, num(step.Eta), num(step.Eta*step.LambdaMax))
+	case errors.As(err, &nonfi):
+		where := nonfi.Oracle
+		if where == "" {
+			where = nonfi.Var
+		}
+		return fmt.Sprintf("%v in %s", nonfi.Value, where)
+	}
+	// The innermost error says what happened; the wrappers, where.
+	for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+		err = e
+	}
+	msg := err.Error()
+	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pkg, " ") {
+		msg = rest // "implicit: …", "optim: …"
+	}
+	if r := []rune(msg); len(r) > maxCause {
+		msg = string(r[:maxCause-1]) + "…"
+	}
+	return msg
 }
 
 // Flat is a horizontal reference line at v from 0 to hi, for baselines.

@@ -1,13 +1,16 @@
 package experiment
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
 	"github.com/gobilevel/bilevel/oracle"
@@ -172,6 +175,31 @@ func TestMedianSeries(t *testing.T) {
 		if s.X[i] < 30 || s.Y[i] < 0.75 {
 			t.Errorf("point %d = (%v, %v): want x ≥ 30 (both traces begun) and no stale start value", i, s.X[i], s.Y[i])
 		}
+	}
+}
+
+// TestFailedAtStart: a run that failed in its first iteration adds no
+// point to a median series (its lone start at 6 µs stretched nonconvex's
+// log time axes to 10⁻⁵ s), and its legend note is short and says why.
+func TestFailedAtStart(t *testing.T) {
+	ok := func(t0 float64) *Trace {
+		return &Trace{State: &optim.State{Iter: 2}, Points: []Point{{Seconds: t0, Metrics: map[string]float64{"e": 1}},
+			{Iter: 1, Seconds: 0.3, Metrics: map[string]float64{"e": 0.5}}, {Iter: 2, Seconds: 0.6, Metrics: map[string]float64{"e": 0.2}}}}
+	}
+	failed := &Trace{State: &optim.State{}, Points: []Point{{Seconds: 6e-6, Metrics: map[string]float64{"e": 1.7}}},
+		Err: fmt.Errorf("optim: optim.AIDBiO: iteration 0: conjugate gradient step 3: dᵀ ∇yy g d = -113.65743176656821 ≤ 0, so ∇yy g is not positive definite at this (x, y) and batch: use larger Hessian batches: %w",
+			&implicit.CurvatureError{Iter: 3, Curvature: -113.65743176656821, PNormSq: 525})}
+	s := MedianSeries("AID-BiO", []*Trace{failed}, Seconds, "e")
+	if want := "stopped at iteration 0: negative curvature in CG (dᵀHd = −114, H the Hessian of g in y)"; len(s.X) != 0 || s.Note != want {
+		t.Errorf("series %v %v, note %q; want no point and the note %q", s.X, s.Y, s.Note, want)
+	}
+	s = MedianSeries("AID-BiO", []*Trace{failed, ok(0), ok(0)}, Seconds, "e")
+	if s.X[0] != 0 || s.Y[0] != 1 || !strings.HasPrefix(s.Note, "1 of 3 runs stopped early; one stopped at iteration 0: negative curvature") {
+		t.Errorf("series starts at (%v, %v), note %q; want (0, 1), the runs that did start, and the failure noted", s.X[0], s.Y[0], s.Note)
+	}
+	other := &Trace{State: &optim.State{Iter: 7}, Err: fmt.Errorf("optim: optim.X: iteration 7: %w", errors.New("dist: worker 3 lost: "+strings.Repeat("detail ", 40)))}
+	if b := other.Brief(); !strings.HasPrefix(b, "stopped at iteration 7: worker 3 lost: detail") || len([]rune(b)) > 130 {
+		t.Errorf("Brief of an unknown error: %q; want the innermost message, cut short", b)
 	}
 }
 

@@ -99,6 +99,10 @@ type curve struct {
 	line       draw.LineStyle
 	glyph      draw.GlyphStyle
 	reference  bool
+	// startDropped says that the series' first point (iteration 0, at
+	// x = 0) was left out for the logarithmic x axis, so that pts[0] is
+	// not the curve's start.
+	startDropped bool
 }
 
 // built is a plot laid out but not yet drawn.
@@ -125,16 +129,15 @@ func (pl *Plot) Save(path string) error {
 	label := b.p.X.Label.TextStyle
 	label.XAlign, label.YAlign = draw.XCenter, draw.YCenter
 	lh := label.Height("Xg") * 3 / 2
-	area := draw.Crop(dc, lh, -legendW, lh, 0)
+	ylines := b.yLabelLines(label, pl.YLabel, b.p.DataCanvas(draw.Crop(dc, lh, -legendW, lh, 0)))
+	area := draw.Crop(dc, vg.Length(len(ylines))*lh, -legendW, lh, 0)
 	b.p.Draw(area)
 	data := b.p.DataCanvas(area)
-	dc.FillText(label, vg.Point{X: data.Center().X, Y: dc.Min.Y + lh/2}, pl.XLabel)
+	dc.FillText(label, vg.Point{X: data.Center().X, Y: dc.Min.Y + lh/2}, drawable(pl.XLabel))
 	label.Rotation = math.Pi / 2
-	ylabel := pl.YLabel
-	if b.yNote != "" {
-		ylabel += " (" + b.yNote + ")"
+	for i, line := range ylines {
+		dc.FillText(label, vg.Point{X: dc.Min.X + lh/2 + vg.Length(i)*lh, Y: data.Center().Y}, line)
 	}
-	dc.FillText(label, vg.Point{X: dc.Min.X + lh/2, Y: data.Center().Y}, ylabel)
 	b.drawLegend(draw.Crop(dc, plotWidth, 0, 0, 0), data.Max.Y, name, note)
 	f, err := os.Create(path)
 	if err != nil {
@@ -147,11 +150,25 @@ func (pl *Plot) Save(path string) error {
 	return f.Close()
 }
 
+// yLabelLines returns the y axis's label, with yNote in brackets after it,
+// broken into lines (drawn rotated, side by side) no longer than the data
+// canvas is high, so that none runs off the image.
+func (b *built) yLabelLines(sty text.Style, label string, data draw.Canvas) []string {
+	if b.yNote != "" {
+		label += " (" + b.yNote + ")"
+	}
+	lines := wrap(sty, drawable(label), data.Max.Y-data.Min.Y)
+	if len(lines) == 0 {
+		return []string{""}
+	}
+	return lines
+}
+
 // build chooses the scales, filters the points each scale can show, and
 // adds the lines and markers to a gonum plot.
 func (pl *Plot) build() *built {
 	p := plot.New()
-	p.Title.Text = pl.Title
+	p.Title.Text = drawable(pl.Title)
 	logX, logY := pl.logX(), pl.logY()
 	b := &built{p: p}
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
@@ -163,8 +180,9 @@ func (pl *Plot) build() *built {
 			}
 		}
 	}
-	for i, s := range pl.Series {
-		c := curve{name: s.Name, reference: s.Reference}
+	drawn := 0 // series with points so far: they take the styles in turn
+	for _, s := range pl.Series {
+		c := curve{name: drawable(s.Name), reference: s.Reference}
 		nonFinite, nonPos := 0, 0
 		for k := range min(len(s.X), len(s.Y)) {
 			x, y := s.X[k], s.Y[k]
@@ -178,7 +196,9 @@ func (pl *Plot) build() *built {
 			}
 			if logX && x <= 0 {
 				if !s.Reference {
-					continue // the start (iteration 0) of a run on a log axis
+					// the start (iteration 0) of a run on a log axis
+					c.startDropped = c.startDropped || len(c.pts) == 0
+					continue
 				}
 				x = xpos // a baseline from 0 starts at the axis
 			}
@@ -201,9 +221,13 @@ func (pl *Plot) build() *built {
 		if nonFinite > 0 && len(c.pts) > 0 {
 			notes = append(notes, fmt.Sprintf("%d non-finite values not drawn", nonFinite))
 		}
-		c.note = strings.Join(notes, "; ")
+		c.note = drawable(strings.Join(notes, "; "))
 		if r := []rune(c.note); len(r) > maxNote {
 			c.note = string(r[:maxNote-1]) + "…"
+		}
+		i := drawn
+		if len(c.pts) > 0 {
+			drawn++
 		}
 		col := palette[i%len(palette)]
 		c.line = draw.LineStyle{Color: col, Width: vg.Points(1.6), Dashes: dashes[(i/len(palette)+i)%len(dashes)]}
@@ -241,7 +265,7 @@ func (b *built) noteStarts(lo, hi float64) {
 		if len(c.pts) > 0 && !c.reference {
 			drawn++
 		}
-		if len(c.pts) > 0 && (c.pts[0].Y < lo || c.pts[0].Y > hi) {
+		if len(c.pts) > 0 && !c.startDropped && (c.pts[0].Y < lo || c.pts[0].Y > hi) {
 			same = same && (len(off) == 0 || c.pts[0].Y == off[0].pts[0].Y)
 			off = append(off, c)
 		}
@@ -260,13 +284,13 @@ func (b *built) noteStarts(lo, hi float64) {
 }
 
 // fitAfterStart returns the range of the y values of the curves without
-// the first point of each (see Plot.FitAfterStart), or lo, hi when that
-// leaves none.
+// the start of each (see Plot.FitAfterStart; a start left out for a log x
+// axis is not among the points), or lo, hi when that leaves none.
 func fitAfterStart(curves []curve, lo, hi float64) (float64, float64) {
 	a, b := math.Inf(1), math.Inf(-1)
 	for _, c := range curves {
 		pts := c.pts
-		if !c.reference && len(pts) > 2 {
+		if !c.reference && !c.startDropped && len(pts) > 2 {
 			pts = pts[1:]
 		}
 		for _, p := range pts {
@@ -440,7 +464,7 @@ func (b *built) legendSize(name, note text.Style) (w, h vg.Length) {
 	for _, c := range b.curves {
 		w = max(w, name.Width(c.name))
 		h += name.Height(c.name) + entryGap
-		for _, line := range wrap(note, c.note) {
+		for _, line := range wrap(note, c.note, maxNoteWidth) {
 			w = max(w, note.Width(line))
 			h += note.Height(line)
 		}
@@ -448,16 +472,16 @@ func (b *built) legendSize(name, note text.Style) (w, h vg.Length) {
 	return legendInset + w + legendPad, h
 }
 
-// wrap breaks s into lines no wider than maxNoteWidth (a single word may
-// be wider).
-func wrap(sty text.Style, s string) []string {
+// wrap breaks s into lines no wider than width (a single word may be
+// wider).
+func wrap(sty text.Style, s string, width vg.Length) []string {
 	if s == "" {
 		return nil
 	}
 	var lines []string
 	cur := ""
 	for _, w := range strings.Fields(s) {
-		if cur != "" && sty.Width(cur+" "+w) > maxNoteWidth {
+		if cur != "" && sty.Width(cur+" "+w) > width {
 			lines = append(lines, cur)
 			cur = w
 			continue
@@ -490,7 +514,7 @@ func (b *built) drawLegend(c draw.Canvas, top vg.Length, name, note text.Style) 
 		}
 		c.FillText(name, vg.Point{X: tx, Y: y}, cv.name)
 		y -= h
-		for _, line := range wrap(note, cv.note) {
+		for _, line := range wrap(note, cv.note, maxNoteWidth) {
 			c.FillText(note, vg.Point{X: tx, Y: y}, line)
 			y -= note.Height(line)
 		}

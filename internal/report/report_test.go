@@ -2,14 +2,19 @@ package report
 
 import (
 	"bytes"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func TestResult(t *testing.T) {
@@ -94,6 +99,14 @@ func TestPlotKinds(t *testing.T) {
 			{Name: "acc2", X: iters, Y: seq(41, func(i int) float64 { return 0.2 + 0.5*math.Min(1, float64(i)) + 0.003*float64(i) })}}},
 			false, false, map[string]string{"acc": "starts at 0.1, off the axis", "acc2": "starts at 0.2, off the axis"}, 2},
 		{"constant", Plot{Series: []Series{{Name: "c", X: iters, Y: seq(41, func(int) float64 { return 0.1 })}}}, false, false, nil, 2},
+		{"counts to a million", Plot{Series: []Series{{Name: "a", X: seq(22, func(i int) float64 { return 5e4 * float64(i) }), Y: seq(22, func(i int) float64 { return 2.3 - 0.01*float64(i) })}}}, false, false, nil, 2},
+		{"log time from iteration 0, fit after the start", Plot{XScale: Log, FitAfterStart: true, Series: []Series{
+			{Name: "STABLE", X: []float64{0, 0.01, 0.1, 1, 10}, Y: []float64{2.3, 0.675, 0.6, 0.55, 0.5}}}},
+			true, false, nil, 2},
+		{"failed method with a long error", Plot{YScale: Log, Series: []Series{
+			{Name: "MGBiO", X: iters, Y: seq(41, func(i int) float64 { return math.Pow(0.7, float64(i)) })},
+			{Name: "AID-BiO", Note: "stopped at iteration 0: negative curvature in CG (dᵀ ∇yy g d = −114)"}}},
+			false, true, map[string]string{"AID-BiO": "(dᵀ grad yy g d = −114)"}, 2},
 		{"baseline and negative values", Plot{Series: []Series{{Name: "d", X: iters, Y: seq(41, func(i int) float64 { return float64(i) - 20 })},
 			{Name: "baseline", X: []float64{0, 40}, Y: []float64{3, 3}, Reference: true}}}, false, false, nil, 2},
 	}
@@ -124,6 +137,15 @@ func TestPlotKinds(t *testing.T) {
 						t.Errorf("%s tick label %q at %g is not short", axis, tk.Label, tk.Value)
 					}
 				}
+				sci := 0
+				for _, l := range labels {
+					if strings.Contains(l, "×") {
+						sci++
+					}
+				}
+				if sci > 0 && sci < len(labels) && !(sci == len(labels)-1 && slices.Contains(labels, "0")) {
+					t.Errorf("%s axis mixes plain and power-of-ten labels: %q", axis, labels)
+				}
 				want := 2
 				if axis == "x" {
 					want = c.minXLabelled
@@ -141,6 +163,14 @@ func TestPlotKinds(t *testing.T) {
 				}
 				if len(cv.pts) == 0 && cv.note == "" {
 					t.Errorf("%s has no curve and its legend entry does not say why", cv.name)
+				}
+				if strings.Contains(cv.note, "starts at") && cv.startDropped {
+					t.Errorf("%s: %q, but its start is not drawn on the log x axis and its first drawn point is no start", cv.name, cv.note)
+				}
+				for _, r := range cv.name + cv.note {
+					if !hasGlyph(r) {
+						t.Errorf("legend entry of %s has %q, which the font cannot draw", cv.name, r)
+					}
 				}
 				if cv.reference && len(cv.pts) != 2 {
 					t.Errorf("baseline %s has %d points to draw; want its two ends", cv.name, len(cv.pts))
@@ -227,5 +257,72 @@ func TestStartsOffAxis(t *testing.T) {
 	}
 	if b.p.Y.Min != 0.6 || b.p.Y.Max != 0.75 {
 		t.Errorf("y axis [%g, %g]; want [0.6, 0.75], the points after the starts", b.p.Y.Min, b.p.Y.Max)
+	}
+}
+
+// TestLogTimeStart: on a log x axis the start (x = 0) is not drawn, and the
+// first drawn point, a real iterate, is fitted, not called a start off the
+// axis (hyperparam's stable_test_loss_vs_time said "starts at 0.675, off
+// the axis" of a point drawn on it).
+func TestLogTimeStart(t *testing.T) {
+	pl := Plot{XScale: Log, FitAfterStart: true, Series: []Series{
+		{Name: "a", X: []float64{0, 0.01, 0.1, 1}, Y: []float64{2.3, 0.675, 0.6, 0.55}},
+		{Name: "b", X: []float64{0, 0.02, 0.2, 2}, Y: []float64{2.3, 0.7, 0.62, 0.58}}}}
+	b := pl.build()
+	if b.yNote != "" || b.curves[0].note != "" || b.curves[1].note != "" {
+		t.Errorf("y note %q, legend notes %q, %q; want none", b.yNote, b.curves[0].note, b.curves[1].note)
+	}
+	if b.p.Y.Min != 0.55 || b.p.Y.Max != 0.7 {
+		t.Errorf("y axis [%g, %g]; want [0.55, 0.7], every drawn point", b.p.Y.Min, b.p.Y.Max)
+	}
+}
+
+// TestYLabelFits: a y label with the note where the curves start is broken
+// into lines that each fit the height of the data, and none of it is lost
+// (federated's imbalanced plots ended "…starts at 0.108, off the a").
+func TestYLabelFits(t *testing.T) {
+	x := []float64{0, 1, 2, 3}
+	pl := Plot{FitAfterStart: true, YLabel: "class-balanced test accuracy", Series: []Series{
+		{Name: "E-AiPOD p=0.3", X: x, Y: []float64{0.108, 0.6, 0.7, 0.75}}, {Name: "FedNest", X: x, Y: []float64{0.108, 0.3, 0.5, 0.6}}}}
+	b := pl.build()
+	if b.yNote == "" {
+		t.Fatal("no y note: the test needs one")
+	}
+	dc := draw.New(vgimg.New(plotWidth, plotHeight))
+	sty := b.p.X.Label.TextStyle
+	lh := sty.Height("Xg") * 3 / 2
+	data := b.p.DataCanvas(draw.Crop(dc, 2*lh, 0, lh, 0))
+	lines := b.yLabelLines(sty, pl.YLabel, data)
+	for _, l := range lines {
+		if w := sty.Width(l); w > data.Max.Y-data.Min.Y {
+			t.Errorf("y label line %q is %v long; the data are %v high", l, w, data.Max.Y-data.Min.Y)
+		}
+	}
+	if got, want := strings.Join(lines, " "), pl.YLabel+" ("+b.yNote+")"; got != want || len(lines) < 2 {
+		t.Errorf("y label lines %q; want %q on at least two lines", lines, want)
+	}
+}
+
+// TestStylesOfDrawnSeries: the colours go to the series that have a curve;
+// an empty series (a skipped method) takes none from them.
+func TestStylesOfDrawnSeries(t *testing.T) {
+	var series []Series
+	for i := range len(palette) + 5 {
+		s := Series{Name: strconv.Itoa(i), X: []float64{0, 1}, Y: []float64{1, 2}}
+		if i%3 == 1 && i < 16 {
+			s.X, s.Y, s.Note = nil, nil, "skipped"
+		}
+		series = append(series, s)
+	}
+	b := (&Plot{Series: series}).build()
+	seen := map[color.Color]string{}
+	for _, c := range b.curves {
+		if len(c.pts) == 0 {
+			continue
+		}
+		if other, ok := seen[c.line.Color]; ok {
+			t.Errorf("series %s and %s have the same colour, with %d drawn curves for %d colours", other, c.name, len(b.curves)-5, len(palette))
+		}
+		seen[c.line.Color] = c.name
 	}
 }

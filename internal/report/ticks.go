@@ -42,10 +42,18 @@ func niceTicks(lo, hi float64, most int) []plot.Tick {
 	if last-first > 1000 { // cannot happen with a step from the range
 		return nil
 	}
+	// One form for the whole axis: if a label needs a power of ten
+	// (1×10^6), all do (8×10^5, not 800000 beside it).
+	form := decimal
+	for k := first; k <= last; k++ {
+		if k%minor == 0 && strings.Contains(decimal(k/minor*m, e), "×") {
+			form = scientific
+		}
+	}
 	for k := first; k <= last; k++ {
 		t := plot.Tick{Value: float64(k) * step}
 		if k%minor == 0 {
-			t.Label = decimal(k/minor*m, e)
+			t.Label = form(k/minor*m, e)
 			t.Value = float64(k/minor*m) * pow10(e)
 		}
 		ticks = append(ticks, t)
@@ -110,20 +118,26 @@ func power(k int) string { return "10^" + strconv.Itoa(k) }
 // decimal writes n·10^e: plainly (120, 0.05) when that takes at most six
 // digits, else as a mantissa times a power of ten (2.5×10^7, drawn as
 // 2.5×10⁷).
-func decimal(n int64, e int) string {
+func decimal(n int64, e int) string { return writeDecimal(n, e, false) }
+
+// scientific writes n·10^e always as a mantissa times a power of ten
+// (8×10^5), 0 as 0.
+func scientific(n int64, e int) string { return writeDecimal(n, e, true) }
+
+func writeDecimal(n int64, e int, sci bool) string {
 	if n == 0 {
 		return "0"
 	}
 	for n%10 == 0 {
 		n, e = n/10, e+1
 	}
-	neg := n < 0
-	digits := strconv.FormatInt(max(n, -n), 10)
 	sign := ""
-	if neg {
+	if n < 0 {
 		sign = "-"
 	}
+	digits := strconv.FormatInt(max(n, -n), 10)
 	switch {
+	case sci:
 	case e >= 0 && len(digits)+e <= 6:
 		return sign + digits + strings.Repeat("0", e)
 	case e < 0 && -e < len(digits):
