@@ -22,7 +22,7 @@
 // (experiment.LowerIterate). With several -seeds the figures are medians
 // with 95% intervals (experiment.Summarize).
 //
-// -mode quick (the default) runs in under two minutes on the Fashion-MNIST
+// -mode quick (the default) runs in a few minutes on the Fashion-MNIST
 // subset built into the toolkit; -mode full uses 20000 training, 5000
 // validation and 10000 test images of Fashion-MNIST and MNIST as in the
 // papers. Output goes to -out: traces.csv, runs.csv, baselines.csv,
@@ -160,7 +160,7 @@ func main() {
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var dataList, ps, methodList, seeds, set string
-	fs.StringVar(&c.Mode, "mode", "quick", "quick (embedded subset, under two minutes) or full (20000/5000/10000 images of Fashion-MNIST and MNIST); sets the defaults of the flags marked (mode)")
+	fs.StringVar(&c.Mode, "mode", "quick", "quick (embedded subset, a few minutes) or full (20000/5000/10000 images of Fashion-MNIST and MNIST); sets the defaults of the flags marked (mode)")
 	fs.StringVar(&dataList, "data", "", "(mode) comma-separated data sets: "+experiment.DataHelp)
 	fs.IntVar(&c.Train, "train", 0, "(mode) training images (lower level), drawn from the training set")
 	fs.IntVar(&c.Val, "val", 0, "(mode) validation images (upper level), drawn from the rest of the training set")

@@ -28,7 +28,7 @@
 // time, with Φ(x) = f(x, y*(x)) computed exactly.
 //
 // Every part records validation and test loss and accuracy against time.
-// -mode quick (the default) runs both parts in under two minutes on the
+// -mode quick (the default) runs both parts in a few minutes on the
 // embedded Fashion-MNIST subset; -mode full uses Debian's full
 // Fashion-MNIST. Output: traces.csv, runs.csv, summary.json and PNG plots in
 // -out, then the line "result: key=value ...".
@@ -184,7 +184,7 @@ func main() {
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var parts, methodList, bmethodList, classes, seeds, set string
-	fs.StringVar(&c.Mode, "mode", "quick", "quick (embedded subset, under two minutes) or full (Debian's Fashion-MNIST); sets the defaults of the flags marked (mode)")
+	fs.StringVar(&c.Mode, "mode", "quick", "quick (embedded subset, a few minutes) or full (Debian's Fashion-MNIST); sets the defaults of the flags marked (mode)")
 	fs.StringVar(&parts, "part", "multinomial,stable", "parts to run: multinomial (paper 003's per-feature experiment), stable (paper 000's)")
 	fs.StringVar(&c.Data, "data", "", "(mode) the image data: "+experiment.DataHelp)
 	fs.IntVar(&c.Train, "train", 0, "(mode) multinomial: training images (lower level)")

@@ -15,7 +15,7 @@
 // for every method and reports the mean query accuracy with a 95%
 // confidence interval.
 //
-// -mode quick (the default) runs in under three minutes on two cores on
+// -mode quick (the default) runs in a few minutes on two cores on
 // the embedded Fashion-MNIST subset with a reduced configuration (16
 // filters, 5 queries per class, 5-way 1-shot only, 4 tasks per
 // meta-iteration, short training, 600 test tasks); -mode full uses the
@@ -122,7 +122,7 @@ const maxSize = 100_000
 func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	var c config
 	var methods, shots, seeds string
-	fs.StringVar(&c.Mode, "mode", "quick", "quick: embedded data, reduced sizes, under three minutes on two cores; full: the full data set and the paper's sizes. The mode sets the flags marked (mode); any flag given overrides it")
+	fs.StringVar(&c.Mode, "mode", "quick", "quick: embedded data, reduced sizes, a few minutes on two cores; full: the full data set and the paper's sizes. The mode sets the flags marked (mode); any flag given overrides it")
 	fs.StringVar(&c.Data, "data", "embedded", "(mode) the images: "+experiment.DataHelp)
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed: class split, initial backbone, tasks, minibatches")
 	fs.StringVar(&seeds, "seeds", "", "comma-separated seeds: run the whole experiment once per seed (in -out/seed-N, each as with -seed N) and write the median over the seeds with its 95% interval (seeds.csv, pairs.csv, seeds_test_accuracy_*.png); empty: the one -seed")
