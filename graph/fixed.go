@@ -104,6 +104,13 @@ func (f *FixedX) GradF(dx, dy, y []float64) {
 }
 
 func (f *FixedX) grad(lv int, dx, dy, y []float64) {
+	if lv == lowerLevel && dx == nil && dy != nil {
+		pr, ms := f.sweep(y, nil)
+		defer pr.releaseIf(true)
+		pr.exec(ms.grad, runDynamic)
+		f.p.collect(dy, f.p.inner, pr, 0)
+		return
+	}
 	if kind, ok := gradKind(dx, dy); ok {
 		pr := f.run(lv, kind, y, nil)
 		defer pr.releaseIf(true)
@@ -114,9 +121,10 @@ func (f *FixedX) grad(lv int, dx, dy, y []float64) {
 // HVP computes ∇yy g(x, y) · v into dst.
 func (f *FixedX) HVP(dst, y, v []float64) {
 	f.p.stats.HessVecProducts++
-	pr := f.run(lowerLevel, progHVP, y, v)
+	pr, ms := f.sweep(y, v)
 	defer pr.releaseIf(true)
-	f.p.collect(dst, f.p.inner, pr, 0)
+	pr.exec(ms.hvp, runDynamic)
+	f.p.collect(dst, f.p.inner, pr, ms.hvpAt)
 }
 
 // MixedXY computes ∇xy g(x, y) · v into dst (x-space).

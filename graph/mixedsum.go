@@ -20,37 +20,92 @@ import "fmt"
 // AddMixedXY computes the partial adjoints ∂s̃/∂h_b at one (y_t, v_t) —
 // back through the dynamic part only — and adds them up; MixedXYSum pulls
 // the sum back through the static part once, as ∇x Σ_b ⟨h_b(x), ā_b⟩.
-// Both are ordinary programs of the differentiation pass: the cut is a
-// substitution of leaves for the boundary nodes, differentiated by grad
-// and substituted back, so nothing but the graph changes.
+// The cut is a substitution of leaves for the boundary nodes,
+// differentiated by grad and substituted back, so nothing but the graph
+// changes.
+//
+// The lower level's ∇y g and HVP at fixed x, the adjoints at the boundary
+// and the pull-back are the outputs of one program, the sweep program,
+// whose static part — the features, computed once per FixedX — they
+// share; each oracle runs the dynamic steps its outputs need.
 
-// Kinds of the programs of a mixedSum, which world.program does not build;
-// they key FixedX's batch data.
-const (
-	progSumAdjoint  = -1 - iota // ∂s̃/∂h_b at (y, v), static part at x
-	progSumPullback             // ∇x Σ_b ⟨h_b, ā_b⟩, ā dynamic
-)
+// progSweep keys FixedX's batch data for the sweep program, which
+// world.program does not build.
+const progSweep = -1
 
-// mixedSum holds the two programs of a world's sums of mixed products.
-// With no boundary (g does not depend on both x and y) both are nil and
-// the sum is zero.
+// mixedSum is a world's sweep program, with its outputs in the order
+// ∇y g (one per inner variable), ∇yy g·v (one per inner variable),
+// ∂s̃/∂h_b (one per boundary node) and ∇x Σ_b ⟨h_b, ā_b⟩ (one per outer
+// variable). y, v and the ā_b are its dynamic leaves.
 type mixedSum struct {
-	adjoint  *program // outputs: ∂s̃/∂h_b, one per boundary node
-	pullback *program // outputs: ∇x Σ_b ⟨h_b, ā_b⟩, one per outer variable
-	bar      []*node  // the leaves ā_b of pullback
+	prog                 *program
+	bar                  []*node // the leaves ā_b
+	hvpAt, adjAt, pullAt int     // the first output of each group
+	grad, hvp, adj, pull []bool  // the steps each group needs
+	// spare is the buffers of a sum (FixedX.sum) that MixedXYSum gave
+	// back, for the next FixedX to sum into.
+	spare [][]float64
 }
 
-// mixedSum returns, building it on first use, the world's mixedSum.
+// mixedSum returns, building it on first use, the world's sweep program.
 func (w *world) mixedSum() *mixedSum {
 	if w.sum != nil {
 		return w.sum
 	}
 	b := w.b
-	w.sum = &mixedSum{}
-	s := w.inner(b.grad(w.out, w.y), w.v)
-	if s == nil {
-		return w.sum
+	vars := append(append([]*node{}, w.x...), w.y...)
+	var outs []*node
+	d := b.grad(w.out, vars) // as world.program builds ∇y g, so the bits are GradG's
+	for i, leaf := range w.y {
+		outs = append(outs, w.zerosFor(d[len(w.x)+i], leaf))
 	}
+	s := w.inner(b.grad(w.out, w.y), w.v)
+	d = make([]*node, len(vars))
+	if s != nil {
+		d = b.grad(s, vars) // as world.program builds the HVP
+	}
+	for i, leaf := range w.y {
+		outs = append(outs, w.zerosFor(d[len(w.x)+i], leaf))
+	}
+	hs, adj := w.boundaryAdjoints(s)
+	outs = append(outs, adj...)
+	ms := &mixedSum{hvpAt: len(w.y), adjAt: 2 * len(w.y), pullAt: 2*len(w.y) + len(adj)}
+	dynamic := map[*node]bool{}
+	for _, n := range append(append([]*node{}, w.y...), w.v...) {
+		dynamic[n] = true
+	}
+	for i, h := range hs {
+		ms.bar = append(ms.bar, b.leaf(fmt.Sprintf("adjoint of boundary %d", i), h.shape))
+		dynamic[ms.bar[i]] = true
+	}
+	d = make([]*node, len(w.x))
+	if r := w.inner(hs, ms.bar); r != nil {
+		d = b.grad(r, w.x)
+	}
+	for i, leaf := range w.x {
+		outs = append(outs, w.zerosFor(d[i], leaf))
+	}
+	ms.prog = compile(outs, dynamic)
+	group := func(from, to int) []bool {
+		idx := make([]int, 0, to-from)
+		for i := from; i < to; i++ {
+			idx = append(idx, i)
+		}
+		return ms.prog.need(idx...)
+	}
+	ms.grad, ms.hvp = group(0, ms.hvpAt), group(ms.hvpAt, ms.adjAt)
+	ms.adj, ms.pull = group(ms.adjAt, ms.pullAt), group(ms.pullAt, len(outs))
+	w.sum = ms
+	return ms
+}
+
+// boundaryAdjoints returns the boundary nodes of s through which s
+// depends on x and the adjoints ∂s̃/∂h_b at them (none when s is nil).
+func (w *world) boundaryAdjoints(s *node) (hs, adj []*node) {
+	if s == nil {
+		return nil, nil
+	}
+	b := w.b
 	bound := w.boundary(s)
 	cut, back := map[*node]*node{}, map[*node]*node{}
 	leaves := make([]*node, len(bound))
@@ -58,34 +113,13 @@ func (w *world) mixedSum() *mixedSum {
 		leaves[i] = b.leaf(fmt.Sprintf("boundary %d", i), h.shape)
 		cut[h], back[leaves[i]] = leaves[i], h
 	}
-	var hs, adj []*node
 	for i, a := range b.grad(b.substitute(s, cut, map[*node]*node{}), leaves) {
 		if a != nil {
 			hs = append(hs, bound[i])
 			adj = append(adj, b.substitute(a, back, map[*node]*node{}))
 		}
 	}
-	if len(hs) == 0 {
-		return w.sum
-	}
-	dynamic := map[*node]bool{}
-	for _, n := range append(append([]*node{}, w.y...), w.v...) {
-		dynamic[n] = true
-	}
-	w.sum.adjoint = compile(adj, dynamic)
-
-	dynamic = map[*node]bool{}
-	for i, h := range hs {
-		w.sum.bar = append(w.sum.bar, b.leaf(fmt.Sprintf("adjoint of boundary %d", i), h.shape))
-		dynamic[w.sum.bar[i]] = true
-	}
-	d := b.grad(w.inner(hs, w.sum.bar), w.x)
-	outs := make([]*node, len(w.x))
-	for i, leaf := range w.x {
-		outs[i] = w.zerosFor(d[i], leaf)
-	}
-	w.sum.pullback = compile(outs, dynamic)
-	return w.sum
+	return hs, adj
 }
 
 // boundary returns the boundary of s (see the file comment), in the order
@@ -153,6 +187,23 @@ func (b *builder) substitute(n *node, repl, memo map[*node]*node) *node {
 	return r
 }
 
+// sweep returns the sweep program of f's lower level, with its static
+// part at f's x and batch and y and v bound (either may be nil where the
+// steps to run do not read it), and its outputs' layout; the caller runs
+// the dynamic steps it needs and releases it.
+func (f *FixedX) sweep(y, v []float64) (*program, *mixedSum) {
+	p, w := f.p, f.w[lowerLevel]
+	ms := w.mixedSum()
+	pr := f.static(lowerLevel, progSweep, ms.prog)
+	if y != nil {
+		bindFlat(pr, w.y, p.inner, p.checkLen(y, p.dimY, "y"))
+	}
+	if v != nil {
+		bindFlat(pr, w.v, p.inner, p.checkLen(v, p.dimY, "v"))
+	}
+	return pr, ms
+}
+
 // AddMixedXY adds the mixed product ∇xy g(x, y)·v = ∇x⟨∇y g(x, y), v⟩ at
 // the fixed x and lower-level batch to the sum that MixedXYSum returns. It
 // goes back only through the part of g that depends on y, and keeps the
@@ -162,27 +213,27 @@ func (b *builder) substitute(n *node, repl, memo map[*node]*node) *node {
 // rounding.
 func (f *FixedX) AddMixedXY(y, v []float64) {
 	f.p.stats.MixedXYProducts++
-	w := f.w[lowerLevel]
-	ms := w.mixedSum()
-	if ms.adjoint == nil {
+	pr, ms := f.sweep(y, v)
+	defer pr.releaseIf(true)
+	if len(ms.bar) == 0 {
 		return
 	}
-	pr := f.static(lowerLevel, progSumAdjoint, ms.adjoint)
-	defer pr.releaseIf(true)
-	bindFlat(pr, w.y, f.p.inner, f.p.checkLen(y, f.p.dimY, "y"))
-	bindFlat(pr, w.v, f.p.inner, f.p.checkLen(v, f.p.dimY, "v"))
-	pr.exec(nil, runDynamic)
+	pr.exec(ms.adj, runDynamic)
+	if f.sum == nil {
+		f.sum, ms.spare = ms.spare, nil
+	}
 	if f.sum == nil {
 		for i := range ms.bar {
-			f.sum = append(f.sum, make([]float64, len(pr.out(i))))
+			f.sum = append(f.sum, make([]float64, ms.bar[i].size))
 		}
 	}
 	for i, acc := range f.sum {
+		out := pr.out(ms.adjAt + i)
 		if !f.summed {
-			copy(acc, pr.out(i))
+			copy(acc, out)
 			continue
 		}
-		for k, a := range pr.out(i) {
+		for k, a := range out {
 			acc[k] += a
 		}
 	}
@@ -193,19 +244,19 @@ func (f *FixedX) AddMixedXY(y, v []float64) {
 // added by AddMixedXY since the last MixedXYSum, zero if none, and starts
 // a new sum.
 func (f *FixedX) MixedXYSum(dst []float64) {
-	p, w := f.p, f.w[lowerLevel]
+	p := f.p
 	p.checkLen(dst, p.dimX, "dst")
 	if !f.summed {
 		clear(dst)
 		return
 	}
-	ms := w.mixedSum()
-	pr := f.static(lowerLevel, progSumPullback, ms.pullback)
+	pr, ms := f.sweep(nil, nil)
 	defer pr.releaseIf(true)
 	for i, l := range ms.bar {
 		pr.bind(l, f.sum[i])
 	}
-	pr.exec(nil, runDynamic)
-	p.collect(dst, p.outer, pr, 0)
+	pr.exec(ms.pull, runDynamic)
+	p.collect(dst, p.outer, pr, ms.pullAt)
 	f.summed = false
+	ms.spare, f.sum = f.sum, nil
 }

@@ -64,3 +64,38 @@ func TestMixedXYSum(t *testing.T) {
 		t.Errorf("%d mixed products counted, want 20", n)
 	}
 }
+
+// TestSweepProgram checks that FixedX's ∇y g and HVP, which run the
+// dynamic steps they need of the shared sweep program, equal the direct
+// oracles bit for bit, before and after sums of mixed products on the same
+// program, for two FixedX values used in turn.
+func TestSweepProgram(t *testing.T) {
+	p, err := Compile(ridge(ridgeA, ridgeT, 4, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, batches := [][]float64{{0.1, -0.2, 0.3}, {1, 0, -1}}, [][]int{{3, 1}, nil}
+	fs := []*FixedX{p.FixX(xs[0], batches[0], nil), p.FixX(xs[1], batches[1], nil)}
+	y, v := []float64{0.5, 1, -2}, []float64{1, -1, 0.5}
+	a, b, sum := make([]float64, 3), make([]float64, 3), make([]float64, 3)
+	for round := range 2 {
+		for i, f := range fs {
+			f.GradG(nil, a, y)
+			p.GradG(nil, b, xs[i], y, batches[i])
+			for j := range a {
+				if a[j] != b[j] {
+					t.Errorf("round %d, FixedX %d: ∇y g[%d] = %v, directly %v", round, i, j, a[j], b[j])
+				}
+			}
+			f.AddMixedXY(y, v)
+			f.HVP(a, y, v)
+			p.HVP(b, xs[i], y, v, batches[i])
+			for j := range a {
+				if a[j] != b[j] {
+					t.Errorf("round %d, FixedX %d: HVP[%d] = %v, directly %v", round, i, j, a[j], b[j])
+				}
+			}
+			f.MixedXYSum(sum)
+		}
+	}
+}
