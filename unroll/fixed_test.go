@@ -230,9 +230,9 @@ func TestFixedSweepEqualsPerStep(t *testing.T) {
 			first := s.name != "truncated"
 			got, gotY := sweep(t, &u, c.p, c, first)
 			want, wantY := sweep(t, &u, perStep{c.p}, c, first)
-			e, eY := relNorm(got, want), 0.0
+			e, eY := unroll.RelErr(got, want), 0.0
 			if first {
-				eY = relNorm(gotY, wantY)
+				eY = unroll.RelErr(gotY, wantY)
 			}
 			worst = max(worst, e, eY)
 			if !(e <= 1e-12) {
@@ -263,7 +263,7 @@ func TestFixedSweepEqualsInGraphUnroll(t *testing.T) {
 		}
 		want := make([]float64, len(c.x))
 		ref.Hypergradient(want, c.x, c.y0)
-		e := relNorm(got, want)
+		e := unroll.RelErr(got, want)
 		if !(e <= 1e-12) {
 			t.Errorf("%s: the sweep differs from the in-graph unroll by %.2e (relative)", c.name, e)
 		}
@@ -275,20 +275,10 @@ func TestFixedSweepEqualsInGraphUnroll(t *testing.T) {
 			return c.p.F(x, v.Final(), nil)
 		}
 		num := fd.Gradient(nil, unrolled, c.x, &fd.Settings{Formula: fd.Central, Step: 1e-5})
-		eFD := relNorm(got, num)
+		eFD := unroll.RelErr(got, num)
 		if !(eFD <= 1e-7) {
 			t.Errorf("%s: the sweep differs from central differences by %.2e (relative)", c.name, eFD)
 		}
 		t.Logf("%s: relative difference %.1e from the in-graph unroll, %.1e from central differences", c.name, e, eFD)
 	}
-}
-
-// relNorm returns ‖a − b‖/‖b‖.
-func relNorm(a, b []float64) float64 {
-	var num, den float64
-	for i := range a {
-		num += (a[i] - b[i]) * (a[i] - b[i])
-		den += b[i] * b[i]
-	}
-	return math.Sqrt(num / den)
 }
