@@ -33,11 +33,11 @@ import "fmt"
 // world.program does not build.
 const progSweep = -1
 
-// mixedSum is a world's sweep program, with its outputs in the order
+// sweepProgram is a world's sweep program, with its outputs in the order
 // ∇y g (one per inner variable), ∇yy g·v (one per inner variable),
 // ∂s̃/∂h_b (one per boundary node) and ∇x Σ_b ⟨h_b, ā_b⟩ (one per outer
 // variable). y, v and the ā_b are its dynamic leaves.
-type mixedSum struct {
+type sweepProgram struct {
 	prog                 *program
 	bar                  []*node // the leaves ā_b
 	hvpAt, adjAt, pullAt int     // the first output of each group
@@ -47,10 +47,10 @@ type mixedSum struct {
 	spare [][]float64
 }
 
-// mixedSum returns, building it on first use, the world's sweep program.
-func (w *world) mixedSum() *mixedSum {
-	if w.sum != nil {
-		return w.sum
+// sweepProgram returns, building it on first use, the world's sweep program.
+func (w *world) sweepProgram() *sweepProgram {
+	if w.sweep != nil {
+		return w.sweep
 	}
 	b := w.b
 	vars := append(append([]*node{}, w.x...), w.y...)
@@ -69,7 +69,7 @@ func (w *world) mixedSum() *mixedSum {
 	}
 	hs, adj := w.boundaryAdjoints(s)
 	outs = append(outs, adj...)
-	ms := &mixedSum{hvpAt: len(w.y), adjAt: 2 * len(w.y), pullAt: 2*len(w.y) + len(adj)}
+	ms := &sweepProgram{hvpAt: len(w.y), adjAt: 2 * len(w.y), pullAt: 2*len(w.y) + len(adj)}
 	dynamic := map[*node]bool{}
 	for _, n := range append(append([]*node{}, w.y...), w.v...) {
 		dynamic[n] = true
@@ -95,7 +95,7 @@ func (w *world) mixedSum() *mixedSum {
 	}
 	ms.grad, ms.hvp = group(0, ms.hvpAt), group(ms.hvpAt, ms.adjAt)
 	ms.adj, ms.pull = group(ms.adjAt, ms.pullAt), group(ms.pullAt, len(outs))
-	w.sum = ms
+	w.sweep = ms
 	return ms
 }
 
@@ -191,9 +191,9 @@ func (b *builder) substitute(n *node, repl, memo map[*node]*node) *node {
 // part at f's x and batch and y and v bound (either may be nil where the
 // steps to run do not read it), and its outputs' layout; the caller runs
 // the dynamic steps it needs and releases it.
-func (f *FixedX) sweep(y, v []float64) (*program, *mixedSum) {
+func (f *FixedX) sweep(y, v []float64) (*program, *sweepProgram) {
 	p, w := f.p, f.w[lowerLevel]
-	ms := w.mixedSum()
+	ms := w.sweepProgram()
 	pr := f.static(lowerLevel, progSweep, ms.prog)
 	if y != nil {
 		bindFlat(pr, w.y, p.inner, p.checkLen(y, p.dimY, "y"))

@@ -24,7 +24,7 @@ type world struct {
 	dataBuf []array // gathered batch rows (batch worlds only)
 	bound   []array // scratch for batchData
 	progs   map[int]*program
-	sum     *mixedSum // the programs of FixedX.AddMixedXY (mixedsum.go)
+	sweep   *sweepProgram // FixedX's lower-level program (mixedsum.go)
 	level   int
 	ir      map[*G.Node]*node // the translation of each node of the objective
 }
