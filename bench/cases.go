@@ -132,8 +132,10 @@ type linearized struct {
 func (l linearized) HVP(dst, _, _, v []float64, _ []int)     { l.lin.HVP(dst, v) }
 func (l linearized) MixedXY(dst, _, _, v []float64, _ []int) { l.lin.MixedXY(dst, v) }
 
-// unlinearized is the Problem without its declared linearized HVP
-// (HVPAt), so that every product runs the full HVP program.
+// unlinearized is the Problem without its declared optional oracles: no
+// linearized HVP (HVPAt), so that every product runs the full HVP
+// program, and no oracles at a fixed outer point (FixX), so that ITD's
+// sweep takes one full mixed product per step.
 type unlinearized struct{ *graph.Problem }
 
 func (unlinearized) Capabilities() oracle.Capabilities { return oracle.Capabilities{} }
@@ -163,10 +165,17 @@ func (in *Instance) AID(dst []float64, cg *implicit.CG, lin bool) error {
 
 // ITD returns the ITD hypergradient through steps steps of gradient descent
 // with step Alpha from y, with a new Unroller (so that its storage of
-// (steps+1)·|y| floats is allocated inside the call).
-func (in *Instance) ITD(dst []float64, steps int) error {
+// (steps+1)·|y| floats is allocated inside the call). With perStep the
+// Problem's oracles at a fixed outer point are hidden: every oracle call
+// computes the part of g without y again and every mixed product goes back
+// through it, as before the sweep summed them (the itd-t10-per-step rows).
+func (in *Instance) ITD(dst []float64, steps int, perStep bool) error {
+	var p oracle.Unrolled = in.P
+	if perStep {
+		p = unlinearized{in.P}
+	}
 	u := &unroll.Unroller{Steps: steps, Alpha: Alpha}
-	_, err := u.Hypergradient(dst, in.P, in.Outer, in.Inner, nil)
+	_, err := u.Hypergradient(dst, p, in.Outer, in.Inner, nil)
 	return err
 }
 
@@ -224,8 +233,9 @@ func (in *Instance) Cases() []Case {
 	}
 	for _, t := range steps {
 		cs = append(cs, Case{Name: fmt.Sprintf("%sitd-t%d", pre, t), Heavy: t == 100 && in.Spec == Large,
-			Op: func() error { return in.ITD(dx, t) }})
+			Op: func() error { return in.ITD(dx, t, false) }})
 	}
+	cs = append(cs, Case{Name: pre + "itd-t10-per-step", Op: func() error { return in.ITD(dx, 10, true) }})
 	return cs
 }
 
@@ -251,7 +261,7 @@ func (in *Instance) Results() (map[string][]float64, error) {
 	if err := in.AID(r["aid-cg10"], &implicit.CG{MaxIter: 10, Tol: -1}, true); err != nil {
 		return nil, err
 	}
-	if err := in.ITD(r["itd-t10"], 10); err != nil {
+	if err := in.ITD(r["itd-t10"], 10, false); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -14,6 +14,11 @@ type FixedX struct {
 	batch [2][]int
 	w     [2]*world
 	data  [2]map[int][]array // per program kind
+	// sum holds the adjoints at the boundary (mixedsum.go) accumulated by
+	// AddMixedXY since the last MixedXYSum; summed tells whether it holds
+	// any.
+	sum    [][]float64
+	summed bool
 }
 
 // FixX returns the evaluation of the oracles at x on the given lower- and
@@ -33,11 +38,11 @@ func (p *Problem) FixX(x []float64, lower, upper []int) *FixedX {
 // X returns the fixed outer point; it must not be modified.
 func (f *FixedX) X() []float64 { return f.x }
 
-// run evaluates the program of kind on level lv at y, with seed s (v or u)
-// for the products, and returns it for reading; the caller releases it.
-func (f *FixedX) run(lv, kind int, y, s []float64) *program {
+// static returns pr, the program of kind on level lv, with its part that
+// depends only on x and the data computed at f's x and batch: at once when
+// pr last ran for f, else bound to them and run.
+func (f *FixedX) static(lv, kind int, pr *program) *program {
 	p, w := f.p, f.w[lv]
-	pr := w.program(p, kind+progFixed)
 	if pr.owner != f {
 		data, ok := f.data[lv][kind]
 		if !ok {
@@ -51,6 +56,14 @@ func (f *FixedX) run(lv, kind int, y, s []float64) *program {
 		pr.exec(nil, runStatic)
 		pr.owner = f
 	}
+	return pr
+}
+
+// run evaluates the program of kind on level lv at y, with seed s (v or u)
+// for the products, and returns it for reading; the caller releases it.
+func (f *FixedX) run(lv, kind int, y, s []float64) *program {
+	p, w := f.p, f.w[lv]
+	pr := f.static(lv, kind, w.program(p, kind+progFixed))
 	bindFlat(pr, w.y, p.inner, p.checkLen(y, p.dimY, "y"))
 	switch kind {
 	case progHVP, progMixedXY:
@@ -91,6 +104,13 @@ func (f *FixedX) GradF(dx, dy, y []float64) {
 }
 
 func (f *FixedX) grad(lv int, dx, dy, y []float64) {
+	if lv == lowerLevel && dx == nil && dy != nil {
+		pr, ms := f.sweep(y, nil)
+		defer pr.releaseIf(true)
+		pr.exec(ms.grad, runDynamic)
+		f.p.collect(dy, f.p.inner, pr, 0)
+		return
+	}
 	if kind, ok := gradKind(dx, dy); ok {
 		pr := f.run(lv, kind, y, nil)
 		defer pr.releaseIf(true)
@@ -101,9 +121,10 @@ func (f *FixedX) grad(lv int, dx, dy, y []float64) {
 // HVP computes ∇yy g(x, y) · v into dst.
 func (f *FixedX) HVP(dst, y, v []float64) {
 	f.p.stats.HessVecProducts++
-	pr := f.run(lowerLevel, progHVP, y, v)
+	pr, ms := f.sweep(y, v)
 	defer pr.releaseIf(true)
-	f.p.collect(dst, f.p.inner, pr, 0)
+	pr.exec(ms.hvp, runDynamic)
+	f.p.collect(dst, f.p.inner, pr, ms.hvpAt)
 }
 
 // MixedXY computes ∇xy g(x, y) · v into dst (x-space).

@@ -24,6 +24,7 @@ type world struct {
 	dataBuf []array // gathered batch rows (batch worlds only)
 	bound   []array // scratch for batchData
 	progs   map[int]*program
+	sweep   *sweepProgram // FixedX's lower-level program (mixedsum.go)
 	level   int
 	ir      map[*G.Node]*node // the translation of each node of the objective
 }

@@ -111,6 +111,15 @@ type Capabilities struct {
 	// they are configured with, so that a size the problem cannot take is
 	// an error before the first iteration, not a panic in an oracle.
 	CheckBatch func(upper bool, size int) error
+	// FixX returns the lower level's oracles at a fixed outer point x and
+	// lower-level batch, for many inner points: the work that depends on
+	// x and the data alone (a representation layer) is done once, and
+	// mixed products are summed where that part's output meets the rest,
+	// so that a sum of T of them goes back through it once. It keeps
+	// copies of x and batch. Its GradG and HVP give the bits of GradG and
+	// HVP; a sum of mixed products equals the sum of MixedXY products up
+	// to rounding. package unroll's sweep uses it.
+	FixX func(x []float64, batch []int) FixedLower
 	// Err reports why the problem's oracles could not be evaluated, or
 	// nil. The oracles have no error return: a problem whose calls can
 	// fail (one on other machines, whose worker is lost) makes the
@@ -119,6 +128,17 @@ type Capabilities struct {
 	// wrapped in its own error (errors.As finds it), naming the iteration
 	// and the oracle.
 	Err func() error
+}
+
+// FixedLower is the lower level's oracles at the outer point and batch
+// they were fixed at (Capabilities.FixX), for many inner points y.
+// AddMixedXY adds ∇xy g(x, y)·v to a running sum of mixed products, and
+// MixedXYSum writes that sum (length DimX) to dst and starts a new one.
+type FixedLower interface {
+	GradG(dx, dy, y []float64)
+	HVP(dst, y, v []float64)
+	AddMixedXY(y, v []float64)
+	MixedXYSum(dst []float64)
 }
 
 // Implicit is the oracle set of an implicit (AID) hypergradient:

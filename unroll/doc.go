@@ -38,6 +38,18 @@
 // strongly convex g with α ≤ 1/L the ITD error with respect to ∇Φ decays
 // like (1 − αμ)^T, μ the strong convexity constant of g.
 //
+// Shared representation. When part of g depends on x and the data but not
+// on y (a representation layer h(x) under a head y), every mixed product
+// goes back through it: ∇x∇y g(x, y_t)·a = J_h(x)ᵀ·∂_h⟨∇y g(h, y_t), a⟩.
+// The sum over the steps of one batch is therefore J_hᵀ applied once to
+// the sum of the adjoints at h. A problem that declares oracles at a fixed
+// outer point (oracle.Capabilities.FixX, which graph.Problem declares)
+// gets that: Forward evaluates a run of steps on one batch at fixed x, so
+// h(x) is computed once, and Backward adds the run's mixed products at h
+// and pulls them back once; the result equals the per-step sum up to
+// rounding. Steps whose batch differs from both neighbours' take the
+// per-step oracles.
+//
 // Descend is the same inner loop without storage, in place: the inner loop
 // of the AID methods (packages optim and meta), which need only y_T. The
 // oracles are package oracle's interfaces (LowerGradient for the forward

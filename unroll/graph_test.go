@@ -9,7 +9,6 @@ import (
 	"github.com/gobilevel/bilevel/unroll"
 	_ "go4.org/unsafe/assume-no-moving-gc"
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 )
 
 // logistic builds multinomial logistic regression with per-feature weights:
@@ -17,25 +16,11 @@ import (
 func logistic(t *testing.T, n, d, k int) *graph.Problem {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(5, 6))
-	mat := func(g *G.ExprGraph, name string, r, c int, scale float64, onehot bool) *G.Node {
-		v := make([]float64, r*c)
-		for i := range v {
-			v[i] = scale * rng.NormFloat64()
-		}
-		if onehot {
-			clear(v)
-			for i := 0; i < r; i++ {
-				v[i*c+rng.IntN(c)] = 1
-			}
-		}
-		return G.NewMatrix(g, G.Float64, G.WithShape(r, c), G.WithName(name),
-			G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(v))))
-	}
 	g := G.NewGraph()
-	X, Y := mat(g, "X", n, d, 1, false), mat(g, "Y", n, k, 0, true)
-	Xv, Yv := mat(g, "Xv", n, d, 1, false), mat(g, "Yv", n, k, 0, true)
-	W := mat(g, "W", d, k, 0.1, false)
-	lam := mat(g, "lambda", d, 1, 0.3, false)
+	X, Y := constant(g, rng, "X", n, d, 1, false), constant(g, rng, "Y", n, k, 0, true)
+	Xv, Yv := constant(g, rng, "Xv", n, d, 1, false), constant(g, rng, "Yv", n, k, 0, true)
+	W := constant(g, rng, "W", d, k, 0.1, false)
+	lam := constant(g, rng, "lambda", d, 1, 0.3, false)
 	ce := G.Must(graph.SoftmaxCrossEntropy(G.Must(G.Mul(X, W)), Y))
 	reg := G.Must(G.Sum(G.Must(G.BroadcastHadamardProd(G.Must(G.Exp(lam)), G.Must(G.Square(W)), []byte{1}, nil))))
 	lower := G.Must(G.Add(ce, reg))

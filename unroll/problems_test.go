@@ -351,3 +351,6 @@ func (p *nonquadratic) G(x, y []float64, batch []int) float64 {
 	})
 	return quad + s*sum
 }
+
+// RelErr is relErr for the external tests.
+var RelErr = relErr

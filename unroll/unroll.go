@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gobilevel/bilevel/oracle"
 )
@@ -39,8 +40,12 @@ type Unroller struct {
 	x       []float64 // copy of x
 	ring    []float64 // (K'+1)·d_y floats: iterate t lives in slot t mod (K'+1)
 	batches [][]int   // batch of step t at index t mod K'
-	slots   int       // K'+1
-	alpha   float64   // α and β of the forward pass
+	// fixed holds the oracles at x and the batch of step t at index
+	// t mod K', nil where the problem does not declare FixX or the batch
+	// is not the one of a neighbouring step (see Forward).
+	fixed   []oracle.FixedLower
+	slots   int     // K'+1
+	alpha   float64 // α and β of the forward pass
 	beta    float64
 	n, done int          // d_y; steps run by the last Forward (T), −1 after a failed one
 	adj     [3][]float64 // adjoints a_t, a_{t+1}, a_{t+2}
@@ -120,6 +125,13 @@ func resize(buf []float64, n int) []float64 {
 // and stores the last K'+1 iterates (K' = Truncate, or Steps when zero).
 // Storage is reused across calls with the same sizes. It returns a
 // *NonFiniteError naming the first non-finite iterate.
+//
+// When p declares oracles at a fixed outer point (an oracle.Declarer whose
+// Capabilities have FixX), the steps of a run of equal batches (every
+// step, when Batch is nil) use them: the part of g that depends on x and
+// the data alone is evaluated once for the run, and the reverse sweep
+// sums the run's mixed products where that part's output meets the rest
+// and goes back through it once (oracle.FixedLower).
 func (u *Unroller) Forward(p oracle.LowerGradient, x, y0 []float64) error {
 	if err := u.validate(); err != nil {
 		return err
@@ -131,19 +143,35 @@ func (u *Unroller) Forward(p oracle.LowerGradient, x, y0 []float64) error {
 	u.hv = resize(u.hv, n) // the forward pass keeps ∇y g here
 	u.x = append(u.x[:0], x...)
 	if cap(u.batches) >= k {
-		u.batches = u.batches[:k]
+		u.batches, u.fixed = u.batches[:k], u.fixed[:k]
 	} else {
-		u.batches = make([][]int, k)
+		u.batches, u.fixed = make([][]int, k), make([]oracle.FixedLower, k)
 	}
+	clear(u.fixed)
 	u.alpha, u.beta = u.Alpha, u.Momentum
 	copy(u.slot(0), y0)
+	fixX := fixer(p)
+	var fx oracle.FixedLower // the oracles of this run of equal batches
+	var grad oracle.LowerGradient = p
+	var last []int
 	for t := 0; t < u.Steps; t++ {
 		var batch []int
 		if u.Batch != nil {
 			batch = u.Batch(t)
 		}
+		switch same := u.Batch == nil || t > 0 && slices.Equal(batch, last); {
+		case !same:
+			fx, grad = nil, p
+		case fixX != nil && fx == nil:
+			fx = fixX(u.x, batch)
+			grad = fixedGrad{fx}
+			if t > 0 && k > 0 {
+				u.fixed[(t-1)%k] = fx // the run began at step t−1
+			}
+		}
+		last = batch
 		if k > 0 {
-			u.batches[t%k] = batch
+			u.batches[t%k], u.fixed[t%k] = batch, fx
 		}
 		prev := u.slot(t) // y_{−1} = y_0
 		if t > 0 {
@@ -151,13 +179,27 @@ func (u *Unroller) Forward(p oracle.LowerGradient, x, y0 []float64) error {
 		}
 		// next may share memory with prev when only two slots are kept;
 		// step reads each element of prev before it writes that of next.
-		if err := step(p, u.x, u.slot(t), prev, u.slot(t+1), u.hv, u.alpha, u.beta, batch, t); err != nil {
+		if err := step(grad, u.x, u.slot(t), prev, u.slot(t+1), u.hv, u.alpha, u.beta, batch, t); err != nil {
 			return err
 		}
 	}
 	u.done = u.Steps
 	return nil
 }
+
+// fixer returns the oracles at a fixed outer point that p declares, or nil.
+func fixer(p oracle.LowerGradient) func(x []float64, batch []int) oracle.FixedLower {
+	if d, ok := p.(oracle.Declarer); ok {
+		return d.Capabilities().FixX
+	}
+	return nil
+}
+
+// fixedGrad is the gradient of oracles fixed at x and a batch, which it
+// ignores.
+type fixedGrad struct{ fx oracle.FixedLower }
+
+func (f fixedGrad) GradG(dx, dy, _, y []float64, _ []int) { f.fx.GradG(dx, dy, y) }
 
 // step writes y_{t+1} = y_t − α·∇y g(x, y_t; batch) + β·(y_t − y_{t−1}) to
 // next (which may be yt or prev), with g scratch for ∇y g, and checks that
@@ -257,17 +299,38 @@ func (u *Unroller) Backward(dst, dy0 []float64, p oracle.Unrolled, upperBatch []
 	cur, next, out := u.adj[0], u.adj[1], u.adj[2]
 	p.GradF(dst, cur, u.x, u.slot(T), upperBatch)
 	clear(next)
-	for t := T - 1; t >= T-k; t-- {
-		yt, batch := u.slot(t), u.batches[t%k]
-		p.MixedXY(u.mx, u.x, yt, cur, batch)
-		res.Calls.MixedXY++
-		for i := range dst {
-			dst[i] -= alpha * u.mx[i]
+	// sum holds the mixed products of the steps since the last flush, all
+	// at its oracles: those of a run of equal batches are summed and then
+	// subtracted at once.
+	var sum oracle.FixedLower
+	flush := func() {
+		if sum != nil {
+			sum.MixedXYSum(u.mx)
+			u.subMixed(dst, alpha)
+			sum = nil
 		}
+	}
+	for t := T - 1; t >= T-k; t-- {
+		yt, batch, fx := u.slot(t), u.batches[t%k], u.fixed[t%k]
+		if fx != sum {
+			flush()
+		}
+		if fx != nil {
+			fx.AddMixedXY(yt, cur)
+			sum = fx
+		} else {
+			p.MixedXY(u.mx, u.x, yt, cur, batch)
+			u.subMixed(dst, alpha)
+		}
+		res.Calls.MixedXY++
 		if t == T-k && dy0 == nil {
 			break // a_t is not needed: earlier steps are not differentiated
 		}
-		p.HVP(u.hv, u.x, yt, cur, batch)
+		if fx != nil {
+			fx.HVP(u.hv, yt, cur)
+		} else {
+			p.HVP(u.hv, u.x, yt, cur, batch)
+		}
 		res.Calls.HVP++
 		if beta == 0 {
 			for i := range out {
@@ -284,6 +347,7 @@ func (u *Unroller) Backward(dst, dy0 []float64, p oracle.Unrolled, upperBatch []
 		}
 		cur, next, out = out, cur, next
 	}
+	flush()
 	if dy0 != nil {
 		copy(dy0, cur)
 	}
@@ -291,6 +355,13 @@ func (u *Unroller) Backward(dst, dy0 []float64, p oracle.Unrolled, upperBatch []
 		return res, &NonFiniteError{Phase: "reverse", Step: T - k}
 	}
 	return res, nil
+}
+
+// subMixed subtracts α times the mixed product in u.mx from dst.
+func (u *Unroller) subMixed(dst []float64, alpha float64) {
+	for i := range dst {
+		dst[i] -= alpha * u.mx[i]
+	}
 }
 
 // finite reports whether every entry of v is finite.

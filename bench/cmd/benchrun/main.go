@@ -646,7 +646,8 @@ func wideRows(s bench.Spec, grad, hvp, mixed string) []rowDef {
 	return append(rs,
 		rowDef{name: s.Name + "/f64/aid-cg10", label: "AID hypergradient, CG 10 (Go: Problem.HVP)", slow: true, flops: nominalFlops(s, "aid-cg10")},
 		rowDef{name: s.Name + "/f64/aid-cg10-lin", label: "AID hypergradient, CG 10 (Go: Linearize)", torch: s.Name + "/f64/aid-cg10", slow: true, flops: nominalFlops(s, "aid-cg10")},
-		rowDef{name: s.Name + "/f64/itd-t10", label: "ITD hypergradient, T = 10", slow: true, flops: nominalFlops(s, "itd-t10")})
+		rowDef{name: s.Name + "/f64/itd-t10", label: "ITD hypergradient, T = 10", slow: true, flops: nominalFlops(s, "itd-t10")},
+		rowDef{name: s.Name + "/f64/itd-t10-per-step", label: "ITD, T = 10 (Go: one mixed product per step, without FixX)", torch: s.Name + "/f64/itd-t10", slow: true})
 }
 
 // nominalFlops counts the floating-point operations of a row's products
