@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -54,73 +55,81 @@ func BenchmarkMetaStep(b *testing.B) {
 			models.CNNSettings{Side: ms.Side, Blocks: 4, Filters: 32, Lambda: ms.Lambda, Eps: ms.Eps},
 			func(int) []*data.Task { return bench.MetaTasks() }},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			cl := newCluster(b, 2)
-			in, err := meta.NewLearner(c.s, c.cnn, 5)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rs := c.s
-			rs.Runner = metaRunner(b, cl, c.s, c.cnn, 5, Settings{Workers: 2})
-			d, err := meta.NewLearner(rs, c.cnn, 5)
-			if err != nil {
-				b.Fatal(err)
-			}
-			m := rs.Runner.(*MetaTasks)
-			k := 0
-			step := func(l *meta.Learner) time.Duration {
-				t := time.Now()
-				if _, err := l.Step(c.tasks(k)); err != nil {
-					b.Fatal(err)
-				}
-				return time.Since(t)
-			}
-			step(in)
-			step(d)
-			waitQuiet(b)
-			pids := append(children(b), os.Getpid())
-			before := m.Stats()
-			var tIn, tD, ratios []float64
-			var cpuIn, cpuD time.Duration
-			for b.Loop() {
-				k++
-				first, second := in, d // alternately first, so that neither always follows the other
-				if k%2 == 0 {
-					first, second = d, in
-				}
-				c0 := cpuTime(b, pids)
-				a := step(first)
-				c1 := cpuTime(b, pids)
-				e := step(second)
-				ca, ce := c1-c0, cpuTime(b, pids)-c1
-				if k%2 == 0 {
-					a, e, ca, ce = e, a, ce, ca
-				}
-				cpuIn, cpuD = cpuIn+ca, cpuD+ce
-				tIn, tD = append(tIn, a.Seconds()), append(tD, e.Seconds())
-				ratios = append(ratios, e.Seconds()/a.Seconds())
-			}
-			si, sd := in.Snapshot(), d.Snapshot()
-			if !slices.EqualFunc(si.Params, sd.Params, func(u, v float64) bool { return math.Float64bits(u) == math.Float64bits(v) }) {
-				b.Fatal("the learners on workers and in process differ")
-			}
-			st, n := m.Stats(), float64(b.N)
-			for _, r := range []struct {
-				unit string
-				v    []float64
-			}{{"inproc-s", tIn}, {"dist-s", tD}} {
-				slices.Sort(r.v)
-				b.ReportMetric(r.v[0], "best-"+r.unit)
-				b.ReportMetric(r.v[len(r.v)/2], "median-"+r.unit)
-			}
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "dist/inproc")
-			b.ReportMetric(cpuIn.Seconds()/n, "cpu-inproc-s/op")
-			b.ReportMetric(cpuD.Seconds()/n, "cpu-dist-s/op")
-			b.ReportMetric(float64(st.BytesSent+st.BytesReceived-before.BytesSent-before.BytesReceived)/1e3/n, "kB/op")
-			if l, err := os.ReadFile("/proc/loadavg"); err == nil {
-				b.Logf("load average %s", l)
-			}
-		})
+		for _, workers := range []int{1, 2, 4} {
+			benchMetaStep(b, fmt.Sprintf("%s/workers=%d", c.name, workers), workers, c.s, c.cnn, c.tasks)
+		}
 	}
+}
+
+// benchMetaStep is one row of BenchmarkMetaStep: the tasks of each step
+// on the given number of worker processes against this process.
+func benchMetaStep(b *testing.B, name string, workers int, s meta.Settings, cnn models.CNNSettings, tasks func(k int) []*data.Task) {
+	b.Run(name, func(b *testing.B) {
+		cl := newCluster(b, workers)
+		in, err := meta.NewLearner(s, cnn, 5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs := s
+		rs.Runner = metaRunner(b, cl, s, cnn, 5, Settings{Workers: workers})
+		d, err := meta.NewLearner(rs, cnn, 5)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := rs.Runner.(*MetaTasks)
+		k := 0
+		step := func(l *meta.Learner) time.Duration {
+			t := time.Now()
+			if _, err := l.Step(tasks(k)); err != nil {
+				b.Fatal(err)
+			}
+			return time.Since(t)
+		}
+		step(in)
+		step(d)
+		waitQuiet(b)
+		pids := append(children(b), os.Getpid())
+		before := m.Stats()
+		var tIn, tD, ratios []float64
+		var cpuIn, cpuD time.Duration
+		for b.Loop() {
+			k++
+			first, second := in, d // alternately first, so that neither always follows the other
+			if k%2 == 0 {
+				first, second = d, in
+			}
+			c0 := cpuTime(b, pids)
+			a := step(first)
+			c1 := cpuTime(b, pids)
+			e := step(second)
+			ca, ce := c1-c0, cpuTime(b, pids)-c1
+			if k%2 == 0 {
+				a, e, ca, ce = e, a, ce, ca
+			}
+			cpuIn, cpuD = cpuIn+ca, cpuD+ce
+			tIn, tD = append(tIn, a.Seconds()), append(tD, e.Seconds())
+			ratios = append(ratios, e.Seconds()/a.Seconds())
+		}
+		si, sd := in.Snapshot(), d.Snapshot()
+		if !slices.EqualFunc(si.Params, sd.Params, func(u, v float64) bool { return math.Float64bits(u) == math.Float64bits(v) }) {
+			b.Fatal("the learners on workers and in process differ")
+		}
+		st, n := m.Stats(), float64(b.N)
+		for _, r := range []struct {
+			unit string
+			v    []float64
+		}{{"inproc-s", tIn}, {"dist-s", tD}} {
+			slices.Sort(r.v)
+			b.ReportMetric(r.v[0], "best-"+r.unit)
+			b.ReportMetric(r.v[len(r.v)/2], "median-"+r.unit)
+		}
+		slices.Sort(ratios)
+		b.ReportMetric(ratios[len(ratios)/2], "dist/inproc")
+		b.ReportMetric(cpuIn.Seconds()/n, "cpu-inproc-s/op")
+		b.ReportMetric(cpuD.Seconds()/n, "cpu-dist-s/op")
+		b.ReportMetric(float64(st.BytesSent+st.BytesReceived-before.BytesSent-before.BytesReceived)/1e3/n, "kB/op")
+		if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+			b.Logf("load average %s", l)
+		}
+	})
 }
