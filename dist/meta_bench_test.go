@@ -56,7 +56,7 @@ func BenchmarkMetaStep(b *testing.B) {
 			func(int) []*data.Task { return bench.MetaTasks() }},
 	} {
 		for _, workers := range []int{1, 2, 4} {
-			benchMetaStep(b, fmt.Sprintf("%s/workers=%d", c.name, workers), workers, c.s, c.cnn, c.tasks)
+			benchMetaStep(b, fmt.Sprintf("%s/w%d", c.name, workers), workers, c.s, c.cnn, c.tasks)
 		}
 	}
 }
