@@ -100,40 +100,5 @@ func mlpScores(ds *data.Dataset, w1, b1, w2, b2 []float64, h int) (loss, acc, ba
 	}
 	var z mat.Dense
 	z.Mul(&hid, mat.NewDense(h, k, w2))
-	zr := z.RawMatrix().Data
-	correct := 0
-	perClass, count := make([]float64, k), make([]float64, k)
-	for i := range ds.N {
-		row := zr[i*k : (i+1)*k]
-		if b2 != nil {
-			for j := range row {
-				row[j] += b2[j]
-			}
-		}
-		best, arg := math.Inf(-1), 0
-		for j, v := range row {
-			if v > best {
-				best, arg = v, j
-			}
-		}
-		var s float64
-		for _, v := range row {
-			s += math.Exp(v - best)
-		}
-		l := ds.Labels[i]
-		loss += best + math.Log(s) - row[l]
-		count[l]++
-		if arg == l {
-			correct++
-			perClass[l]++
-		}
-	}
-	classes := 0
-	for j := range k {
-		if count[j] > 0 {
-			balanced += perClass[j] / count[j]
-			classes++
-		}
-	}
-	return loss / float64(ds.N), float64(correct) / float64(ds.N), balanced / float64(classes)
+	return experiment.SoftmaxScores(z.RawMatrix().Data, ds.Labels, b2, k)
 }

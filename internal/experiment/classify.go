@@ -15,14 +15,18 @@ func Linear(ds *data.Dataset, w, b []float64, classes int) (loss, acc float64) {
 	wm := mat.NewDense(ds.D, classes, w)
 	var z mat.Dense
 	z.Mul(x, wm)
-	return softmaxScores(z.RawMatrix().Data, ds.Labels, b, classes)
+	loss, acc, _ = SoftmaxScores(z.RawMatrix().Data, ds.Labels, b, classes)
+	return loss, acc
 }
 
-// softmaxScores returns the mean cross-entropy and the accuracy of the
-// row-major logits z (n×c) plus the intercept b (nil: none) against labels.
-func softmaxScores(z []float64, labels []int, b []float64, c int) (loss, acc float64) {
+// SoftmaxScores returns the mean softmax cross-entropy, the accuracy and
+// the class-balanced accuracy (the mean over the classes present in labels
+// of each class's accuracy) of the row-major logits z (n×c) plus the
+// intercept b (nil: none; added to z in place) against labels.
+func SoftmaxScores(z []float64, labels []int, b []float64, c int) (loss, acc, balanced float64) {
 	n := len(labels)
 	correct := 0
+	hits, count := make([]float64, c), make([]float64, c)
 	for i := range n {
 		row := z[i*c : (i+1)*c]
 		if b != nil {
@@ -40,10 +44,20 @@ func softmaxScores(z []float64, labels []int, b []float64, c int) (loss, acc flo
 		for _, v := range row {
 			s += math.Exp(v - best)
 		}
-		loss += best + math.Log(s) - row[labels[i]]
-		if arg == labels[i] {
+		l := labels[i]
+		loss += best + math.Log(s) - row[l]
+		count[l]++
+		if arg == l {
 			correct++
+			hits[l]++
 		}
 	}
-	return loss / float64(n), float64(correct) / float64(n)
+	present := 0
+	for k := range c {
+		if count[k] > 0 {
+			balanced += hits[k] / count[k]
+			present++
+		}
+	}
+	return loss / float64(n), float64(correct) / float64(n), balanced / float64(present)
 }
