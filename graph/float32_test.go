@@ -227,3 +227,112 @@ func TestFloat32Data(t *testing.T) {
 		t.Errorf("finite differences: %v", r)
 	}
 }
+
+// TestFloat32 checks a problem computed in float32 (Objective.Float32)
+// against the same problem in float64 on the rounded data, oracle by
+// oracle, on all samples and on batches, through FixX, Linearize,
+// Unrolled and after SetData, and runs Check on it: its float64 twin
+// against finite differences, its oracles against the twin's.
+func TestFloat32(t *testing.T) {
+	const n, d, c, nv = 300, 40, 3, 50
+	o32 := mixedObjective(n, d, c, nv, 5, false, false)
+	o32.Float32 = true
+	p32, err := Compile(o32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p64, err := Compile(mixedObjective(n, d, c, nv, 5, true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	randn := func(k int) []float64 {
+		v := make([]float64, k)
+		for i := range v {
+			v[i] = 0.3 * rng.NormFloat64()
+		}
+		return v
+	}
+	x, y := randn(d+n), randn(d*c)
+	v, u := randn(d*c), randn(d+n)
+	const tol = 1e-5
+	worst := 0.0
+	cmp := func(name string, a, b []float64) {
+		t.Helper()
+		e := relErr(a, b)
+		worst = max(worst, e)
+		if e > tol {
+			t.Errorf("%s: float32 %v, float64 %v (relative difference %.1e)", name, a[:min(3, len(a))], b[:min(3, len(b))], e)
+		}
+	}
+	both := func(f func(p *Problem, dst []float64), size int, name string) {
+		t.Helper()
+		a, b := make([]float64, size), make([]float64, size)
+		f(p32, a)
+		f(p64, b)
+		cmp(name, a, b)
+	}
+	check := func(batch, ubatch []int, tag string) {
+		t.Helper()
+		both(func(p *Problem, dst []float64) { dst[0] = p.G(x, y, batch) }, 1, tag+"g")
+		both(func(p *Problem, dst []float64) { dst[0] = p.F(x, y, ubatch) }, 1, tag+"f")
+		both(func(p *Problem, dst []float64) { p.GradG(dst[:d+n], dst[d+n:], x, y, batch) }, d+n+d*c, tag+"∇g")
+		both(func(p *Problem, dst []float64) { p.GradF(dst[:d+n], dst[d+n:], x, y, ubatch) }, d+n+d*c, tag+"∇f")
+		both(func(p *Problem, dst []float64) { p.HVP(dst, x, y, v, batch) }, d*c, tag+"HVP")
+		both(func(p *Problem, dst []float64) { p.MixedXY(dst, x, y, v, batch) }, d+n, tag+"MixedXY")
+		both(func(p *Problem, dst []float64) { p.MixedYX(dst, x, y, u, batch) }, d*c, tag+"MixedYX")
+		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).HVP(dst, v) }, d*c, tag+"linearized HVP")
+		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).MixedXY(dst, v) }, d+n, tag+"linearized MixedXY")
+		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).HVP(dst, y, v) }, d*c, tag+"FixX HVP")
+		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).GradF(dst[:d+n], dst[d+n:], y) }, d+n+d*c, tag+"FixX ∇f")
+		both(func(p *Problem, dst []float64) {
+			f := p.FixX(x, batch, ubatch)
+			f.AddMixedXY(y, v)
+			f.AddMixedXY(v, y)
+			f.MixedXYSum(dst)
+		}, d+n, tag+"FixX MixedXYSum")
+	}
+	check(nil, nil, "")
+	for _, w := range p32.worlds {
+		for kind, pr := range w.progs {
+			if !pr.f32 || w.sweep != nil && !w.sweep.prog.f32 {
+				t.Fatalf("program %d of a Float32 problem computes in float64", kind)
+			}
+		}
+	}
+	for _, w := range p32.worlds {
+		for kind, pr := range w.progs {
+			if !pr.f32 || w.sweep != nil && !w.sweep.prog.f32 {
+				t.Fatalf("program %d of a Float32 problem computes in float64", kind)
+			}
+		}
+	}
+	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
+	both(func(p *Problem, dst []float64) {
+		un, err := p.Unrolled(3, 0.2, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		un.Hypergradient(dst, x, y)
+	}, d+n, "Unrolled")
+
+	newX := randn(n * d)
+	rounded := make([]float64, len(newX))
+	for i, w := range newX {
+		rounded[i] = float64(float32(w))
+	}
+	if err := p32.SetData(o32.LowerData[1], newX); err != nil {
+		t.Fatal(err)
+	}
+	if err := p64.SetData(p64.levels[lowerLevel].data[1], rounded); err != nil {
+		t.Fatal(err)
+	}
+	check(nil, nil, "after SetData: ")
+	t.Logf("largest relative difference of a float32 oracle from float64: %.2e (tolerance %g)", worst, tol)
+
+	r := Check(p32, x, y, nil)
+	t.Logf("Check: %v", r)
+	if r.Max() > 1e-6 || r.Float32 > tol || r.Translation32 > verifyTol32 || r.TranslationErr != nil {
+		t.Errorf("Check: %v", r)
+	}
+}

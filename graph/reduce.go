@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"math"
 	"sort"
 
 	G "gorgonia.org/gorgonia"
@@ -14,20 +13,14 @@ var opSum, opMax opKind
 
 func init() {
 	opSum = define(opDef{name: "sum", arity: 1, shape: reduceShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.args[0].shape, n.axis)
-			sumAxis(out, in[0], outer, mid, inner)
-		},
+		f64: sumKernel[float64], f32: sumKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			x := n.args[0]
 			return b.broadcast(b.reshape(g, keepDims(x.shape, n.axis)), x.shape)
 		},
 	})
 	opMax = define(opDef{name: "max", arity: 1, shape: reduceShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.args[0].shape, n.axis)
-			maxAxis(out, in[0], outer, mid, inner)
-		},
+		f64: maxKernel[float64], f32: maxKernel[float32],
 		// The adjoint goes to the maxima of each slice, shared equally
 		// among ties.
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
@@ -102,37 +95,66 @@ func (b *builder) reduceTo(g *node, shape []int) *node {
 	return b.reshape(r, shape)
 }
 
-func sumAxis(out, x []float64, outer, mid, inner int) {
-	for o := 0; o < outer; o++ {
-		dst := out[o*inner : (o+1)*inner]
-		if inner == 1 {
+func sumKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.args[0].shape, n.axis)
+	sumAxis(out, in[0], outer, mid, inner)
+}
+
+func maxKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.args[0].shape, n.axis)
+	maxAxis(out, in[0], outer, mid, inner)
+}
+
+// sumAxis sums x (outer×mid×inner) along its middle axis into out. The
+// sums accumulate in float64 in either precision (float32 sums of many
+// rows — a batch — would lose digits): in float32, the sums of columns
+// accumulate in a float64 buffer.
+func sumAxis[T float](out, x []T, outer, mid, inner int) {
+	if inner == 1 {
+		for o := 0; o < outer; o++ {
 			s := 0.0
 			for _, v := range x[o*mid : (o+1)*mid] {
-				s += v
+				s += float64(v)
 			}
-			dst[0] = s
-			continue
+			out[o] = T(s)
 		}
-		for i := range dst {
-			dst[i] = 0
+		return
+	}
+	out64, f64 := any(out).([]float64)
+	var acc []float64
+	if !f64 {
+		buf := getScratch(inner)
+		defer putScratch(buf)
+		acc = *buf
+	}
+	for o := 0; o < outer; o++ {
+		dst := out[o*inner : (o+1)*inner]
+		if f64 {
+			acc = out64[o*inner : (o+1)*inner]
 		}
+		clear(acc)
 		for m := 0; m < mid; m++ {
 			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
 			for i, v := range src {
-				dst[i] += v
+				acc[i] += float64(v)
+			}
+		}
+		if !f64 {
+			for i, v := range acc {
+				dst[i] = T(v)
 			}
 		}
 	}
 }
 
-func maxAxis(out, x []float64, outer, mid, inner int) {
+func maxAxis[T float](out, x []T, outer, mid, inner int) {
 	for o := 0; o < outer; o++ {
 		dst := out[o*inner : (o+1)*inner]
 		copy(dst, x[o*mid*inner:(o*mid+1)*inner])
 		for m := 1; m < mid; m++ {
 			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
 			for i, v := range src {
-				if v > dst[i] || math.IsNaN(v) {
+				if v > dst[i] || v != v { // NaN wins
 					dst[i] = v
 				}
 			}

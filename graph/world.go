@@ -52,6 +52,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	}
 	l := &p.levels[lv]
 	b := newBuilder()
+	b.f32 = p.f32
 	w := &world{p: p, b: b, progs: map[int]*program{}, level: lv}
 	leaves := map[*G.Node]*node{}
 	for i, v := range p.outer {
@@ -104,7 +105,9 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 }
 
 // dataLeaf appends to leaves a leaf for the data node d with the given
-// shape, in d's precision, and returns the node objectives read it as.
+// shape, in d's precision, and returns the node objectives read it as. In
+// a problem computed in float32 every leaf is read as it is: its programs
+// bind float32 data where they are (program.bindArray).
 func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
 	f32 := false
 	for _, l := range w.p.levels {
@@ -112,7 +115,7 @@ func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
 			f32 = f32 || e == d && l.full[i].f32 != nil
 		}
 	}
-	if f32 {
+	if f32 && !w.p.f32 {
 		*leaves = append(*leaves, w.b.leaf32(d.Name(), shape))
 		return w.b.widen((*leaves)[len(*leaves)-1])
 	}
@@ -250,9 +253,15 @@ func (w *world) program(p *Problem, kind int) *program {
 			}
 		}
 	}
-	pr := compile(outs, dynamic)
+	pr := w.compile(outs, dynamic)
 	w.progs[kind] = pr
 	return pr
+}
+
+// compile compiles a program of the world in the problem's precision
+// (Objective.Float32).
+func (w *world) compile(outs []*node, dynamic map[*node]bool) *program {
+	return compile(outs, dynamic, w.p.f32)
 }
 
 // batchData returns the data buffers of the batch for the data leaves pr
