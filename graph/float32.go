@@ -24,8 +24,10 @@ var opWiden opKind // args[0], a float32 leaf or constant, in float64
 
 func init() {
 	opWiden = define(opDef{name: "widen", arity: 1, shape: sameAsArg, constant: true,
-		f64:   func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
-		f32:   func(n *node, out []float32, in [][]float32) { copy(out, in[0]) }, // float32 data in a float32 program
+		f64: func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
+		f32: func(n *node, _ []float32, _ [][]float32) {
+			panic("graph: " + n.String() + " in a float32 program, which reads float32 data as they are")
+		},
 		mixed: func(n *node, out []float64, _ [][]float64, in32 [][]float32) { widenInto(out, in32[0]) },
 	})
 	reject("dtConvOp", "graph/ reads float64 graphs: build the graph in float64 without ConvType, and set Objective.Float32 to compute in float32 (or Objective.Float32Data to hold only the data in float32)")
