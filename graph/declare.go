@@ -157,7 +157,7 @@ func (p *Problem) checkIndices32(indices map[*G.Node]bool) error {
 func checkExact32(n *G.Node, vals []float64) error {
 	for i, v := range vals {
 		if float64(float32(v)) != v {
-			return fmt.Errorf("graph: index %v at %s of %s is not exact in float32, in which Objective.Float32 reads indices (up to %d)", v, elementName(n.Name(), n.Shape(), i), nodeName(n), maxExact32)
+			return fmt.Errorf("graph: index %.17g at %s of %s is not exact in float32, in which Objective.Float32 reads indices (up to %d)", v, elementName(n.Name(), n.Shape(), i), nodeName(n), maxExact32)
 		}
 	}
 	return nil

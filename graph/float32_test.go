@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -300,13 +301,6 @@ func TestFloat32(t *testing.T) {
 			}
 		}
 	}
-	for _, w := range p32.worlds {
-		for kind, pr := range w.progs {
-			if !pr.f32 || w.sweep != nil && !w.sweep.prog.f32 {
-				t.Fatalf("program %d of a Float32 problem computes in float64", kind)
-			}
-		}
-	}
 	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
 	both(func(p *Problem, dst []float64) {
 		un, err := p.Unrolled(3, 0.2, 0)
@@ -334,5 +328,36 @@ func TestFloat32(t *testing.T) {
 	t.Logf("Check: %v", r)
 	if r.Max() > 1e-6 || r.Float32 > tol || r.Translation32 > verifyTol32 || r.TranslationErr != nil {
 		t.Errorf("Check: %v", r)
+	}
+}
+
+// TestFloat32Indices: a Float32 problem reads indices in float32, so an
+// index that float32 does not hold exactly is an error naming it, at
+// Compile (a Gather's constant indices) and at SetData (SampleIndex data).
+func TestFloat32Indices(t *testing.T) {
+	g := G.NewGraph()
+	y := matNode(g, "y", 3, 2, []float64{1, 2, 3, 4, 5, 6})
+	x := vecNode(g, "x", []float64{0.5})
+	idx := vecNode(g, "idx", []float64{0, 1<<24 + 1})
+	s := G.Must(G.Sum(G.Must(G.Square(G.Must(Gather(y, idx))))))
+	obj := Objective{Upper: s, Lower: G.Must(G.Add(s, G.Must(G.Sum(G.Must(G.Square(x)))))), Outer: []*G.Node{x}, Inner: []*G.Node{y},
+		Constants: []*G.Node{idx}, Float32: true}
+	if _, err := Compile(obj); err == nil || !strings.Contains(err.Error(), "16777217") || !strings.Contains(err.Error(), "idx") {
+		t.Errorf("Compile with an index inexact in float32: %v", err)
+	}
+
+	o := mixedObjective(30, 4, 3, 5, 5, false, false)
+	o.Float32 = true
+	p, err := Compile(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := indexValues(30)
+	bad[7] = 1<<24 + 3
+	if err := p.SetData(o.LowerData[0], bad); err == nil || !strings.Contains(err.Error(), "16777219") {
+		t.Errorf("SetData with an index inexact in float32: %v", err)
+	}
+	if err := p.SetData(o.LowerData[0], indexValues(30)); err != nil {
+		t.Errorf("SetData with exact indices: %v", err)
 	}
 }
