@@ -25,8 +25,11 @@ type world struct {
 	bound   []array // scratch for batchData
 	progs   map[int]*program
 	sweep   *sweepProgram // FixedX's lower-level program (mixedsum.go)
-	level   int
-	ir      map[*G.Node]*node // the translation of each node of the objective
+	// grads holds the steps of FixedX's gradient program (progGradXY at
+	// fixed x) that its ∇x outputs, its ∇y outputs and both need.
+	grads [3][]bool
+	level int
+	ir    map[*G.Node]*node // the translation of each node of the objective
 }
 
 // Program kinds.
@@ -256,6 +259,23 @@ func (w *world) program(p *Problem, kind int) *program {
 	pr := w.compile(outs, dynamic)
 	w.progs[kind] = pr
 	return pr
+}
+
+// gradNeed returns the steps of pr, the world's gradient program at
+// fixed x, that its ∇x outputs (x), its ∇y outputs (y) or both need.
+func (w *world) gradNeed(pr *program, x, y bool) []bool {
+	k := b2i(y) + 2*b2i(x) - 1 // 0: ∇y, 1: ∇x, 2: both
+	if w.grads[k] == nil {
+		var outs []int
+		if x {
+			outs = seq(0, len(w.x))
+		}
+		if y {
+			outs = append(outs, seq(len(w.x), len(w.x)+len(w.y))...)
+		}
+		w.grads[k] = pr.need(outs...)
+	}
+	return w.grads[k]
 }
 
 // compile compiles a program of the world in the problem's precision
