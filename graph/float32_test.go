@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -359,5 +360,116 @@ func TestFloat32Indices(t *testing.T) {
 	}
 	if err := p.SetData(o.LowerData[0], indexValues(30)); err != nil {
 		t.Errorf("SetData with exact indices: %v", err)
+	}
+}
+
+// TestMatmul32 checks float32 products against the float64 product of
+// the same float32 values, on every route of matmul32 (wide, narrow with
+// gemm and with the narrow kernels, short inner dimension, transposed
+// result) and every transpose, with and without AVX-512: to
+// 2⁻²⁴·(√k + 4)·Σ_p |x_ip·y_pj| per element (float32 sums of k terms
+// round about √k times on random signs; the margin covers the last
+// rounding and blocking).
+func TestMatmul32(t *testing.T) {
+	testMatmul32(t)
+	if useAVX512 {
+		useAVX512 = false
+		defer func() { useAVX512 = true }()
+		testMatmul32(t)
+	}
+}
+
+func testMatmul32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	randn := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	worst := 0.0
+	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {37, 50, 12}, {1002, 300, 10}, {2000, 100, 16},
+		{9, 700, 25}, {5, 3000, 31}, {301, 32, 290}, {600, 40, 33}, {70, 500, 40}, {500, 9, 32}, {40, 288, 32}, {33, 70, 20}} {
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
+			if tr[0] {
+				xs = []int{c.k, c.m}
+			}
+			if tr[1] {
+				ys = []int{c.n, c.k}
+			}
+			x, y := randn(c.m*c.k), randn(c.k*c.n)
+			want := make([]float64, c.m*c.n)
+			matmulInto(want, widened(x), widened(y), xs, ys, tr[0], tr[1])
+			abs := func(v []float32) []float64 {
+				a := widened(v)
+				for i := range a {
+					a[i] = math.Abs(a[i])
+				}
+				return a
+			}
+			bound := make([]float64, c.m*c.n)
+			matmulInto(bound, abs(x), abs(y), xs, ys, tr[0], tr[1])
+			got := make([]float32, c.m*c.n)
+			for i := range got {
+				got[i] = float32(math.NaN()) // every element must be written
+			}
+			matmul32(got, x, y, xs, ys, tr[0], tr[1])
+			scale := (math.Sqrt(float64(c.k)) + 4) / (1 << 24)
+			for i := range got {
+				e := math.Abs(float64(got[i])-want[i]) / bound[i]
+				worst = max(worst, e/scale)
+				if !(e <= scale) {
+					t.Fatalf("%v transposes %v: out[%d] = %v, want %v (error %.1e of Σ|x·y|, bound %.1e)", c, tr, i, got[i], want[i], e, scale)
+				}
+			}
+		}
+	}
+	t.Logf("worst error %.2f of the bound (AVX-512 %v)", worst, useAVX512)
+}
+
+// BenchmarkMatmul32Routes times the two routes of a narrow float32
+// product, the narrow kernels with float64 sums (mulNarrow32) and gemm's
+// float32 kernels on the transposed product (gemmNarrow32), on the shapes
+// of logistic regression (10 classes), of an MLP's head and of a CNN's
+// convolutions (16 and 32 filters), forward and weight gradient: the
+// measurements behind gemmColumns32.
+//
+//	go test -run '^$' -bench '^BenchmarkMatmul32Routes$' ./graph/
+func BenchmarkMatmul32Routes(b *testing.B) {
+	for _, s := range []struct {
+		m, k, n int
+		tx      bool
+	}{
+		{20000, 784, 10, false}, {784, 20000, 10, true}, {10000, 256, 10, false}, {256, 10000, 10, true},
+		{20000, 100, 20, false}, {14700, 288, 16, false}, {288, 14700, 16, true},
+		{14700, 288, 32, false}, {288, 14700, 32, true}, {58800, 9, 32, false},
+	} {
+		xs, ys := []int{s.m, s.k}, []int{s.k, s.n}
+		if s.tx {
+			xs = []int{s.k, s.m}
+		}
+		x, y, out := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		for i := range y {
+			y[i] = float32(i%5) - 2
+		}
+		name := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
+		if s.tx {
+			name += "-At"
+		}
+		run := func(impl string, op func()) {
+			b.Run(name+"/"+impl, func(b *testing.B) {
+				for b.Loop() {
+					op()
+				}
+				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			})
+		}
+		run("narrow", func() { mulNarrow32(out, x, y, xs, ys, s.tx, false) })
+		run("gemm", func() { gemmNarrow32(out, x, y, s.m, s.k, s.n, s.tx, false) })
 	}
 }
