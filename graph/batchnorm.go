@@ -203,22 +203,41 @@ func bnBackwardKernel[T float](n *node, out []T, in [][]T) {
 // bnStats sets mean[j] to the mean of column j of z (n×c) and inv[j] to
 // 1/√(σ²_j + ε), σ²_j its biased variance. The statistics are float64 in
 // either precision, and so is the arithmetic of bnForward and bnBackward
-// per element (their results are rounded to T).
+// per element (their results are rounded to T). The column sums take four
+// rows at a time, each column's terms still added one by one in row
+// order, with the partial sum in a register.
 func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
+	mean, inv = mean[:c], inv[:c]
 	clear(mean)
 	clear(inv)
-	for r := 0; r < n; r++ {
-		for j, v := range z[r*c : (r+1)*c] {
-			mean[j] += float64(v)
+	r := 0
+	for ; r+4 <= n; r += 4 {
+		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
+		for j := range mean {
+			mean[j] = mean[j] + float64(z0[j]) + float64(z1[j]) + float64(z2[j]) + float64(z3[j])
+		}
+	}
+	for ; r < n; r++ {
+		zr := z[r*c:][:c]
+		for j := range mean {
+			mean[j] += float64(zr[j])
 		}
 	}
 	s := 1 / float64(n)
 	for j := range mean {
 		mean[j] *= s
 	}
-	for r := 0; r < n; r++ {
-		for j, v := range z[r*c : (r+1)*c] {
-			d := float64(v) - mean[j]
+	for r = 0; r+4 <= n; r += 4 {
+		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
+		for j, m := range mean {
+			d0, d1, d2, d3 := float64(z0[j])-m, float64(z1[j])-m, float64(z2[j])-m, float64(z3[j])-m
+			inv[j] = inv[j] + d0*d0 + d1*d1 + d2*d2 + d3*d3
+		}
+	}
+	for ; r < n; r++ {
+		zr := z[r*c:][:c]
+		for j, m := range mean {
+			d := float64(zr[j]) - m
 			inv[j] += d * d
 		}
 	}
@@ -229,17 +248,17 @@ func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
 
 // bnForward sets out = (z − μ)·γ/σ + β, column by column, for z (n×c).
 func bnForward[T float](out, z, gamma, beta []T, n, c int, eps float64) {
-	st := getScratch(3 * c)
+	st := getScratch(4 * c)
 	defer putScratch(st)
-	mean, inv, k := (*st)[:c], (*st)[c:2*c], (*st)[2*c:]
+	mean, inv, k, b := (*st)[:c], (*st)[c:2*c], (*st)[2*c:3*c], (*st)[3*c:]
 	bnStats(mean, inv, z, n, c, eps)
 	for j := range k {
-		k[j] = float64(gamma[j]) * inv[j]
+		k[j], b[j] = float64(gamma[j])*inv[j], float64(beta[j])
 	}
 	for r := 0; r < n; r++ {
-		o := out[r*c : (r+1)*c]
-		for j, v := range z[r*c : (r+1)*c] {
-			o[j] = T((float64(v)-mean[j])*k[j] + float64(beta[j]))
+		o, zr := out[r*c:][:c], z[r*c:][:c]
+		for j, m := range mean {
+			o[j] = T((float64(zr[j])-m)*k[j] + b[j])
 		}
 	}
 }
@@ -253,11 +272,21 @@ func bnBackward[T float](out, g, z, gamma []T, n, c int, eps float64) {
 	bnStats(mean, inv, z, n, c, eps)
 	clear(sg)
 	clear(sgx)
-	for r := 0; r < n; r++ {
-		zr := z[r*c : (r+1)*c]
-		for j, v := range g[r*c : (r+1)*c] {
-			sg[j] += float64(v)
-			sgx[j] += float64(v) * (float64(zr[j]) - mean[j]) * inv[j]
+	r := 0
+	for ; r+2 <= n; r += 2 {
+		z0, z1, g0, g1 := z[r*c:][:c], z[(r+1)*c:][:c], g[r*c:][:c], g[(r+1)*c:][:c]
+		for j, m := range mean {
+			v0, v1 := float64(g0[j]), float64(g1[j])
+			sg[j] = sg[j] + v0 + v1
+			sgx[j] = sgx[j] + v0*(float64(z0[j])-m)*inv[j] + v1*(float64(z1[j])-m)*inv[j]
+		}
+	}
+	for ; r < n; r++ {
+		zr, gr := z[r*c:][:c], g[r*c:][:c]
+		for j, m := range mean {
+			v := float64(gr[j])
+			sg[j] += v
+			sgx[j] += v * (float64(zr[j]) - m) * inv[j]
 		}
 	}
 	s := 1 / float64(n)
@@ -267,9 +296,9 @@ func bnBackward[T float](out, g, z, gamma []T, n, c int, eps float64) {
 		sgx[j] *= s
 	}
 	for r := 0; r < n; r++ {
-		o, zr := out[r*c:(r+1)*c], z[r*c:(r+1)*c]
-		for j, v := range g[r*c : (r+1)*c] {
-			o[j] = T(k[j] * (float64(v) - sg[j] - (float64(zr[j])-mean[j])*inv[j]*sgx[j]))
+		o, zr, gr := out[r*c:][:c], z[r*c:][:c], g[r*c:][:c]
+		for j, m := range mean {
+			o[j] = T(k[j] * (float64(gr[j]) - sg[j] - (float64(zr[j])-m)*inv[j]*sgx[j]))
 		}
 	}
 }

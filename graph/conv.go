@@ -157,6 +157,17 @@ func im2colPadded[T float](col, im []T, nb, ch, h, w, oh, ow int, p convParams) 
 // col2imInto is the adjoint of im2colInto: it sums patch entries back into
 // their image positions.
 func col2imInto[T float](im, col []T, shape []int, p convParams) {
+	if p.dH == 1 && p.dW == 1 {
+		nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
+		oh, ow := p.outHW(h, w)
+		col2imPadded(im, col, nb, ch, h, w, oh, ow, p)
+		return
+	}
+	col2imBounded(im, col, shape, p)
+}
+
+// col2imBounded is col2imInto with a bounds test for every element.
+func col2imBounded[T float](im, col []T, shape []int, p convParams) {
 	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	clear(im)
@@ -182,6 +193,47 @@ func col2imInto[T float](im, col []T, shape []int, p convParams) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// col2imPadded is col2imInto without dilation: each image's patches are
+// summed into a zero-padded plane per channel, without a bounds test per
+// element, and the planes' interiors copied out. Every image position
+// receives the same terms in the same order as in col2imBounded.
+func col2imPadded[T float](im, col []T, nb, ch, h, w, oh, ow int, p convParams) {
+	ph, pw := h+2*p.padH, w+2*p.padW
+	buf := getBuf[T](ch * ph * pw)
+	defer putBuf(buf)
+	pad := *buf
+	c := 0
+	for b := 0; b < nb; b++ {
+		clear(pad)
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				base := or*p.sH*pw + oc*p.sW
+				for k := 0; k < ch; k++ {
+					plane := pad[k*ph*pw:]
+					for kr := 0; kr < p.kh; kr++ {
+						dst := plane[base+kr*pw : base+kr*pw+p.kw]
+						src := col[c : c+p.kw]
+						c += p.kw
+						if len(src) == 3 && len(dst) == 3 { // the common 3×3
+							dst[0], dst[1], dst[2] = dst[0]+src[0], dst[1]+src[1], dst[2]+src[2]
+							continue
+						}
+						for i, v := range src {
+							dst[i] += v
+						}
+					}
+				}
+			}
+		}
+		img := im[b*ch*h*w : (b+1)*ch*h*w]
+		for k := 0; k < ch; k++ {
+			for r := 0; r < h; r++ {
+				copy(img[(k*h+r)*w:(k*h+r+1)*w], pad[(k*ph+r+p.padH)*pw+p.padW:])
 			}
 		}
 	}
