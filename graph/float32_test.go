@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -14,12 +13,31 @@ import (
 // float64 product of the widened values, for every route of matmulInto
 // (narrow, short inner dimension, wide, transposed), with the data on
 // either side or both, with and without AVX-512.
-func TestMatmulMixed(t *testing.T) {
-	testMatmulMixed(t)
+func TestMatmulMixed(t *testing.T) { withoutAVX512Too(func() { testMatmulMixed(t) }) }
+
+// withoutAVX512Too runs f, and again without the AVX-512 kernels (as on a
+// processor without them) when this one has them.
+func withoutAVX512Too(f func()) {
+	f()
 	if useAVX512 {
 		useAVX512 = false
 		defer func() { useAVX512 = true }()
-		testMatmulMixed(t)
+		f()
+	}
+}
+
+// eachTranspose calls f with the operand shapes of op(x)·op(y), op(x)
+// m×k and op(y) k×n, under each of the four transpose combinations.
+func eachTranspose(m, k, n int, f func(xs, ys []int, tx, ty bool)) {
+	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		xs, ys := []int{m, k}, []int{k, n}
+		if tr[0] {
+			xs = []int{k, m}
+		}
+		if tr[1] {
+			ys = []int{n, k}
+		}
+		f(xs, ys, tr[0], tr[1])
 	}
 }
 
@@ -33,15 +51,9 @@ func testMatmulMixed(t *testing.T) {
 		return v
 	}
 	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {37, 50, 12}, {1002, 784, 10}, {2000, 100, 10}, {9, 700, 25}, {5, 3000, 31}, {301, 32, 290}, {600, 40, 33}, {70, 500, 40}} {
-		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		eachTranspose(c.m, c.k, c.n, func(xs, ys []int, tx, ty bool) {
+			tr := [2]bool{tx, ty}
 			for _, which := range []string{"x", "y", "both"} {
-				xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
-				if tr[0] {
-					xs = []int{c.k, c.m}
-				}
-				if tr[1] {
-					ys = []int{c.n, c.k}
-				}
 				x, y := randn(c.m*c.k), randn(c.k*c.n)
 				want := make([]float64, c.m*c.n)
 				matmulInto(want, x, y, xs, ys, tr[0], tr[1])
@@ -64,7 +76,7 @@ func testMatmulMixed(t *testing.T) {
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
@@ -137,108 +149,55 @@ func mixedObjective(n, d, c, nv int, seed uint64, round, f32 bool) Objective {
 }
 
 // TestFloat32Data checks a problem with its data in float32 against the
-// same problem in float64 on the rounded data, oracle by oracle, on all
-// samples and on batches, through FixX, Linearize, Unrolled and after
-// SetData; and its oracles against finite differences. (It is long: one
-// scenario, with its comparisons as closures, reads best in one piece.)
+// same problem in float64 on the rounded data (float32Scenario: to 1e-13,
+// the order of the sums in the products), and its oracles against finite
+// differences.
 func TestFloat32Data(t *testing.T) {
-	const n, d, c, nv = 300, 40, 3, 50
-	o32 := mixedObjective(n, d, c, nv, 5, false, true)
-	p32, err := Compile(o32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p64, err := Compile(mixedObjective(n, d, c, nv, 5, true, false))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p32, x, y, worst := float32Scenario(t, func(o *Objective) { o.Float32Data = true }, 1e-13)
 	lo := &p32.levels[lowerLevel]
 	if lo.full[0].f64 == nil || lo.full[1].f32 == nil || lo.full[2].f32 == nil || p32.levels[upperLevel].full[0].f32 == nil {
 		t.Fatal("Float32Data: want the index in float64 and the other data in float32")
 	}
-	rng := rand.New(rand.NewPCG(8, 8))
-	randn := func(k int) []float64 {
-		v := make([]float64, k)
-		for i := range v {
-			v[i] = 0.3 * rng.NormFloat64()
-		}
-		return v
-	}
-	x, y := randn(d+n), randn(d*c)
-	v, u := randn(d*c), randn(d+n)
-	const tol = 1e-13
-	cmp := func(name string, a, b []float64) {
-		t.Helper()
-		if e := relErr(a, b); e > tol {
-			t.Errorf("%s: float32 data %v, float64 %v (relative difference %.1e)", name, a[:min(3, len(a))], b[:min(3, len(b))], e)
-		}
-	}
-	both := func(f func(p *Problem, dst []float64), size int, name string) {
-		t.Helper()
-		a, b := make([]float64, size), make([]float64, size)
-		f(p32, a)
-		f(p64, b)
-		cmp(name, a, b)
-	}
-	check := func(batch, ubatch []int, tag string) {
-		t.Helper()
-		both(func(p *Problem, dst []float64) { dst[0] = p.G(x, y, batch) }, 1, tag+"g")
-		both(func(p *Problem, dst []float64) { dst[0] = p.F(x, y, ubatch) }, 1, tag+"f")
-		both(func(p *Problem, dst []float64) { p.GradG(dst[:d+n], dst[d+n:], x, y, batch) }, d+n+d*c, tag+"∇g")
-		both(func(p *Problem, dst []float64) { p.GradF(dst[:d+n], dst[d+n:], x, y, ubatch) }, d+n+d*c, tag+"∇f")
-		both(func(p *Problem, dst []float64) { p.HVP(dst, x, y, v, batch) }, d*c, tag+"HVP")
-		both(func(p *Problem, dst []float64) { p.MixedXY(dst, x, y, v, batch) }, d+n, tag+"MixedXY")
-		both(func(p *Problem, dst []float64) { p.MixedYX(dst, x, y, u, batch) }, d*c, tag+"MixedYX")
-		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).HVP(dst, v) }, d*c, tag+"linearized HVP")
-		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).HVP(dst, y, v) }, d*c, tag+"FixX HVP")
-		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).GradF(dst[:d+n], dst[d+n:], y) }, d+n+d*c, tag+"FixX ∇f")
-	}
-	check(nil, nil, "")
-	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
-	both(func(p *Problem, dst []float64) {
-		un, err := p.Unrolled(3, 0.2, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		un.Hypergradient(dst, x, y)
-	}, d+n, "Unrolled")
-
-	// SetData rounds the new values and keeps the index exact.
-	newX := randn(n * d)
-	rounded := make([]float64, len(newX))
-	for i, w := range newX {
-		rounded[i] = float64(float32(w))
-	}
-	if err := p32.SetData(o32.LowerData[1], newX); err != nil {
-		t.Fatal(err)
-	}
-	o64 := mixedObjective(n, d, c, nv, 5, true, false)
-	p64, err = Compile(o64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p64.SetData(o64.LowerData[1], rounded); err != nil {
-		t.Fatal(err)
-	}
-	check(nil, nil, "after SetData: ")
-	if err := p32.SetData(o32.LowerData[1], newX[1:]); err == nil {
-		t.Error("SetData with the wrong length accepted")
-	}
-
+	t.Logf("largest relative difference from float64: %.2e", worst)
 	if r := Check(p32, x, y, nil); r.Max() > 1e-6 {
 		t.Errorf("finite differences: %v", r)
 	}
 }
 
 // TestFloat32 checks a problem computed in float32 (Objective.Float32)
-// against the same problem in float64 on the rounded data, oracle by
-// oracle, on all samples and on batches, through FixX, Linearize,
-// Unrolled and after SetData, and runs Check on it: its float64 twin
+// against the same problem in float64 on the rounded data
+// (float32Scenario: to 1e-5), and runs Check on it: its float64 twin
 // against finite differences, its oracles against the twin's.
 func TestFloat32(t *testing.T) {
+	const tol = 1e-5
+	p32, x, y, worst := float32Scenario(t, func(o *Objective) { o.Float32 = true }, tol)
+	for _, w := range p32.worlds {
+		for kind, pr := range w.progs {
+			if !pr.f32 || w.sweep != nil && !w.sweep.prog.f32 {
+				t.Fatalf("program %d of a Float32 problem computes in float64", kind)
+			}
+		}
+	}
+	t.Logf("largest relative difference of a float32 oracle from float64: %.2e (tolerance %g)", worst, tol)
+	r := Check(p32, x, y, nil)
+	t.Logf("Check: %v", r)
+	if r.Max() > 1e-6 || r.Float32 > tol || r.Translation32 > verifyTol32 || r.TranslationErr != nil {
+		t.Errorf("Check: %v", r)
+	}
+}
+
+// float32Scenario compiles mixedObjective with set applied to it (data in
+// float32) and the same objective in float64 on the rounded data, and
+// compares the two oracle by oracle to tol relative, on all samples and
+// on batches, through Linearize, FixX (with its sums of mixed products),
+// Unrolled and after SetData. It returns the float32 problem, the point
+// compared and the largest relative difference. (It is long: one
+// scenario, with its comparisons as closures, reads best in one piece.)
+func float32Scenario(t *testing.T, set func(*Objective), tol float64) (p32 *Problem, x, y []float64, worst float64) {
+	t.Helper()
 	const n, d, c, nv = 300, 40, 3, 50
 	o32 := mixedObjective(n, d, c, nv, 5, false, false)
-	o32.Float32 = true
+	set(&o32)
 	p32, err := Compile(o32)
 	if err != nil {
 		t.Fatal(err)
@@ -255,10 +214,8 @@ func TestFloat32(t *testing.T) {
 		}
 		return v
 	}
-	x, y := randn(d+n), randn(d*c)
+	x, y = randn(d+n), randn(d*c)
 	v, u := randn(d*c), randn(d+n)
-	const tol = 1e-5
-	worst := 0.0
 	cmp := func(name string, a, b []float64) {
 		t.Helper()
 		e := relErr(a, b)
@@ -295,13 +252,6 @@ func TestFloat32(t *testing.T) {
 		}, d+n, tag+"FixX MixedXYSum")
 	}
 	check(nil, nil, "")
-	for _, w := range p32.worlds {
-		for kind, pr := range w.progs {
-			if !pr.f32 || w.sweep != nil && !w.sweep.prog.f32 {
-				t.Fatalf("program %d of a Float32 problem computes in float64", kind)
-			}
-		}
-	}
 	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
 	both(func(p *Problem, dst []float64) {
 		un, err := p.Unrolled(3, 0.2, 0)
@@ -311,6 +261,7 @@ func TestFloat32(t *testing.T) {
 		un.Hypergradient(dst, x, y)
 	}, d+n, "Unrolled")
 
+	// SetData rounds the new values and keeps the index exact.
 	newX := randn(n * d)
 	rounded := make([]float64, len(newX))
 	for i, w := range newX {
@@ -323,13 +274,10 @@ func TestFloat32(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(nil, nil, "after SetData: ")
-	t.Logf("largest relative difference of a float32 oracle from float64: %.2e (tolerance %g)", worst, tol)
-
-	r := Check(p32, x, y, nil)
-	t.Logf("Check: %v", r)
-	if r.Max() > 1e-6 || r.Float32 > tol || r.Translation32 > verifyTol32 || r.TranslationErr != nil {
-		t.Errorf("Check: %v", r)
+	if err := p32.SetData(o32.LowerData[1], newX[1:]); err == nil {
+		t.Error("SetData with the wrong length accepted")
 	}
+	return p32, x, y, worst
 }
 
 // TestFloat32Indices: a Float32 problem reads indices in float32, so an
@@ -370,14 +318,7 @@ func TestFloat32Indices(t *testing.T) {
 // 2⁻²⁴·(√k + 4)·Σ_p |x_ip·y_pj| per element (float32 sums of k terms
 // round about √k times on random signs; the margin covers the last
 // rounding and blocking).
-func TestMatmul32(t *testing.T) {
-	testMatmul32(t)
-	if useAVX512 {
-		useAVX512 = false
-		defer func() { useAVX512 = true }()
-		testMatmul32(t)
-	}
-}
+func TestMatmul32(t *testing.T) { withoutAVX512Too(func() { testMatmul32(t) }) }
 
 func testMatmul32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
@@ -391,14 +332,8 @@ func testMatmul32(t *testing.T) {
 	worst := 0.0
 	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {37, 50, 12}, {1002, 300, 10}, {2000, 100, 16},
 		{9, 700, 25}, {5, 3000, 31}, {301, 32, 290}, {600, 40, 33}, {70, 500, 40}, {500, 9, 32}, {40, 288, 32}, {33, 70, 20}} {
-		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
-			if tr[0] {
-				xs = []int{c.k, c.m}
-			}
-			if tr[1] {
-				ys = []int{c.n, c.k}
-			}
+		eachTranspose(c.m, c.k, c.n, func(xs, ys []int, tx, ty bool) {
+			tr := [2]bool{tx, ty}
 			x, y := randn(c.m*c.k), randn(c.k*c.n)
 			want := make([]float64, c.m*c.n)
 			matmulInto(want, widened(x), widened(y), xs, ys, tr[0], tr[1])
@@ -424,7 +359,7 @@ func testMatmul32(t *testing.T) {
 					t.Fatalf("%v transposes %v: out[%d] = %v, want %v (error %.1e of Σ|x·y|, bound %.1e)", c, tr, i, got[i], want[i], e, scale)
 				}
 			}
-		}
+		})
 	}
 	t.Logf("worst error %.2f of the bound (AVX-512 %v)", worst, useAVX512)
 }
@@ -438,40 +373,16 @@ func testMatmul32(t *testing.T) {
 //
 //	go test -run '^$' -bench '^BenchmarkMatmul32Routes$' ./graph/
 func BenchmarkMatmul32Routes(b *testing.B) {
-	for _, s := range []struct {
-		m, k, n int
-		tx      bool
-	}{
+	benchRoutes(b, []routeShape{
 		{20000, 784, 10, false}, {784, 20000, 10, true}, {10000, 256, 10, false}, {256, 10000, 10, true},
 		{20000, 100, 20, false}, {14700, 288, 16, false}, {288, 14700, 16, true},
 		{14700, 288, 32, false}, {288, 14700, 32, true}, {58800, 9, 32, false},
-	} {
-		xs, ys := []int{s.m, s.k}, []int{s.k, s.n}
-		if s.tx {
-			xs = []int{s.k, s.m}
-		}
-		x, y, out := make([]float32, s.m*s.k), make([]float32, s.k*s.n), make([]float32, s.m*s.n)
-		for i := range x {
-			x[i] = float32(i%7) - 3
-		}
-		for i := range y {
-			y[i] = float32(i%5) - 2
-		}
-		name := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
-		if s.tx {
-			name += "-At"
-		}
-		run := func(impl string, op func()) {
-			b.Run(name+"/"+impl, func(b *testing.B) {
-				for b.Loop() {
-					op()
-				}
-				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
-			})
-		}
-		run("narrow", func() { mulNarrow32(out, x, y, xs, ys, s.tx, false) })
-		run("gemm", func() { gemmNarrow32(out, x, y, s.m, s.k, s.n, s.tx, false) })
-	}
+	}, map[string]func(s routeShape, out, x, y []float32, xs, ys []int){
+		"narrow": func(s routeShape, out, x, y []float32, xs, ys []int) { mulNarrow32(out, x, y, xs, ys, s.tx, false) },
+		"gemm": func(s routeShape, out, x, y []float32, _, _ []int) {
+			gemmNarrow32(out, x, y, s.m, s.k, s.n, s.tx, false)
+		},
+	})
 }
 
 // TestCol2imPadded checks col2im through padded planes against the
