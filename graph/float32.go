@@ -232,9 +232,13 @@ func log32(dst, x []float32)     { via64(dst, x, logInto) }
 func tanh32(dst, x []float32)    { via64(dst, x, tanhInto) }
 func sigmoid32(dst, x []float32) { via64(dst, x, sigmoidInto) }
 
-// via64 sets dst[i] to f of x[i] computed in float64, by blocks of 1024.
+// via64 sets dst[i] to f of x[i] computed in float64, by blocks of 1024
+// (in a buffer from the pool: f may keep it, as far as the compiler
+// knows, so a buffer on the stack would be allocated at every call).
 func via64(dst, x []float32, f func(dst, x []float64)) {
-	var buf [1024]float64
+	p := getScratch(1024)
+	defer putScratch(p)
+	buf := *p
 	dst = dst[:len(x)]
 	for i := 0; i < len(x); i += len(buf) {
 		b := buf[:min(len(buf), len(x)-i)]
