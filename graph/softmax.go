@@ -101,11 +101,7 @@ func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)
 			exp(e, seg)
 			ls := sums[:o1-o0]
 			for i := range ls {
-				s := 0.0
-				for _, v := range e[i*mid : (i+1)*mid] {
-					s += float64(v)
-				}
-				ls[i] = s
+				ls[i] = sum64(e[i*mid : (i+1)*mid])
 			}
 			logInto(ls, ls)
 			for i, l := range ls {
