@@ -410,3 +410,46 @@ func TestCol2imPadded(t *testing.T) {
 		}
 	}
 }
+
+// TestTranspose checks transposeInto against the definition
+// out[o] = x[i] with o and i the same element's positions, in both
+// precisions, with and without the register transposes of the packing
+// routines, on 2-D shapes of every size modulo 8 and the batched
+// transposes of a CNN's layouts.
+func TestTranspose(t *testing.T) {
+	withoutAVX512Too(func() {
+		testTranspose[float64](t)
+		testTranspose[float32](t)
+	})
+}
+
+func testTranspose[T float](t *testing.T) {
+	for _, c := range []struct{ shape, perm []int }{
+		{[]int{1, 1}, []int{1, 0}}, {[]int{7, 9}, []int{1, 0}}, {[]int{8, 8}, []int{1, 0}}, {[]int{17, 33}, []int{1, 0}},
+		{[]int{64, 15}, []int{1, 0}}, {[]int{3, 13, 11, 10}, []int{0, 3, 1, 2}}, {[]int{3, 10, 13, 11}, []int{0, 2, 3, 1}},
+		{[]int{2, 3, 4, 5}, []int{2, 0, 3, 1}},
+	} {
+		n := sizeOf(c.shape)
+		x, out := make([]T, n), make([]T, n)
+		for i := range x {
+			x[i] = T(i) + 0.5
+		}
+		transposeInto(out, x, c.shape, c.perm)
+		oshape := make([]int, len(c.perm))
+		for i, p := range c.perm {
+			oshape[i] = c.shape[p]
+		}
+		is := strides(c.shape)
+		for o := range out {
+			// the input index of output element o
+			i, rest := 0, o
+			for ax := len(oshape) - 1; ax >= 0; ax-- {
+				i += rest % oshape[ax] * is[c.perm[ax]]
+				rest /= oshape[ax]
+			}
+			if out[o] != x[i] {
+				t.Fatalf("%T transpose of %v by %v: out[%d] = %v, want x[%d] = %v", x, c.shape, c.perm, o, out[o], i, x[i])
+			}
+		}
+	}
+}

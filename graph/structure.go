@@ -451,11 +451,24 @@ func transposeInto[T float](out, x []T, shape, perm []int) {
 	walk(oshape, ostr, func(o, i int) { out[o] = x[i] })
 }
 
-// transpose2 writes the transpose of the r×c matrix x to out, in tiles
-// that stay in cache.
+// transpose2 writes the transpose of the r×c matrix x to out: eight rows
+// at a time by gemm's packing routines (8×8 transposes in registers), where
+// the processor has them, and the rest in tiles that stay in cache.
 func transpose2[T float](out, x []T, r, c int) {
+	rows := 0
+	for ; rows+8 <= r; rows += 8 {
+		k8 := packRowsFast(out[rows:], x[rows*c:], c, c, r)
+		if k8 == 0 {
+			break
+		}
+		for i := rows; i < rows+8; i++ { // the last c mod 8 columns
+			for j := k8; j < c; j++ {
+				out[j*r+i] = x[i*c+j]
+			}
+		}
+	}
 	const tile = 16
-	for i0 := 0; i0 < r; i0 += tile {
+	for i0 := rows; i0 < r; i0 += tile {
 		i1 := min(i0+tile, r)
 		for j0 := 0; j0 < c; j0 += tile {
 			j1 := min(j0+tile, c)
