@@ -83,21 +83,18 @@ func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)
 				dst[j] = v - m
 			}
 		}
-		// The exponentials go to a buffer on the stack, a block of rows
-		// at a time (a row at a time from the pool for rows longer than
-		// the buffer), so that no buffer the size of the data is kept.
-		var buf [4096]T
+		// The exponentials go to a buffer from the pool (exp is a function
+		// value, so a buffer on the stack would escape), a block of about
+		// 4096 elements of whole rows at a time, so that no buffer the size
+		// of the data is kept; the sums to one on the stack.
 		var sums [4096]float64
-		rows := max(1, len(buf)/mid)
+		rows := max(1, len(sums)/mid)
+		p := getBuf[T](min(outer, rows) * mid)
+		defer putBuf(p)
 		for o0 := 0; o0 < outer; o0 += rows {
 			o1 := min(outer, o0+rows)
 			seg := out[o0*mid : o1*mid]
-			e := buf[:min(len(seg), len(buf))]
-			var p *[]T
-			if len(seg) > len(buf) {
-				p = getBuf[T](len(seg))
-				e = *p
-			}
+			e := (*p)[:len(seg)]
 			exp(e, seg)
 			ls := sums[:o1-o0]
 			for i := range ls {
@@ -109,9 +106,6 @@ func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)
 				for j := range dst {
 					dst[j] = T(float64(dst[j]) - l)
 				}
-			}
-			if p != nil {
-				putBuf(p)
 			}
 		}
 		return
