@@ -50,7 +50,7 @@ import "math"
 //
 // Every function returns NaN arguments as they are and is within 1 ulp of
 // the exact float32 result (TestVmath32Accuracy measures it on dense
-// sweeps).
+// sweeps, TestVmath32Exhaustive on every float32 when asked).
 
 const (
 	exp32Min     = -104 // e^−104 < 2^−150 rounds to 0

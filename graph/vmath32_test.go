@@ -1,11 +1,16 @@
 package graph
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/big"
+	"runtime"
+	"sync"
 	"testing"
 )
+
+var vmath32All = flag.Bool("vmath32.all", false, "TestVmath32Exhaustive: check the float32 functions on every float32 (minutes)")
 
 // vmath32Funcs are the float32 functions with their portable twins and
 // their references: float64 math, whose error (below 2 ulp of float64,
@@ -266,6 +271,57 @@ func TestVmath32Lengths(t *testing.T) {
 					t.Errorf("n = %d, offset %d: %s wrote dst[%d] = %v beyond len(x)", n, off, f.name, n, dst[n])
 				}
 			}
+		}
+	}
+}
+
+// TestVmath32Exhaustive checks each float32 function on every float32 (all
+// 2^32 bit patterns) within 1 ulp of the exact value and with the bits of
+// its portable twin; run with -vmath32.all (minutes on two cores).
+func TestVmath32Exhaustive(t *testing.T) {
+	if !*vmath32All {
+		t.Skip("run with -vmath32.all")
+	}
+	const chunk = 1 << 20
+	for _, f := range vmath32Funcs {
+		var mu sync.Mutex
+		worst, at, diffs := 0.0, float32(0), 0
+		var wg sync.WaitGroup
+		next := make(chan uint64)
+		for range runtime.GOMAXPROCS(0) {
+			wg.Go(func() {
+				x, got := make([]float32, chunk), make([]float32, chunk)
+				w, a, d := 0.0, float32(0), 0
+				for start := range next {
+					for i := range x {
+						x[i] = math.Float32frombits(uint32(start + uint64(i)))
+					}
+					f.into(got, x)
+					for i, v := range x {
+						if u := ulp32Err(got[i], f.ref(float64(v))); u > w || u != u {
+							w, a = u, v
+						}
+						if math.Float32bits(f.one(v)) != math.Float32bits(got[i]) {
+							d++
+						}
+					}
+				}
+				mu.Lock()
+				if w > worst || w != w {
+					worst, at = w, a
+				}
+				diffs += d
+				mu.Unlock()
+			})
+		}
+		for start := uint64(0); start < 1<<32; start += chunk {
+			next <- start
+		}
+		close(next)
+		wg.Wait()
+		t.Logf("%s: worst error %.4f ulp at %v (%#x) over all float32; %d differ from the portable twin", f.name, worst, at, math.Float32bits(at), diffs)
+		if !(worst < 1) || diffs != 0 {
+			t.Errorf("%s: worst error %.4f ulp at %v, want < 1; %d arguments differ from the portable twin, want 0", f.name, worst, at, diffs)
 		}
 	}
 }
