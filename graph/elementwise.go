@@ -66,8 +66,8 @@ func defineUnary() {
 	}
 	opNeg = unary("neg", "neg", negInto[float64], negInto[float32],
 		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, g) })
-	opExp = unary("exp", "exp", expInto, exp32, func(b *builder, n, x, g *node) *node { return b.mul(g, n) })
-	opLog = unary("log", "ln", logInto, log32, func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, x) })
+	opExp = unary("exp", "exp", expInto, expInto32, func(b *builder, n, x, g *node) *node { return b.mul(g, n) })
+	opLog = unary("log", "ln", logInto, logInto32, func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, x) })
 	opLog1p = unary("log1p", "log1p", each[float64](math.Log1p), each[float32](math.Log1p),
 		func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, b.binary(opAdd, x, one(b))) })
 	opExpm1 = unary("expm1", "expm1", each[float64](math.Expm1), each[float32](math.Expm1),
@@ -82,9 +82,9 @@ func defineUnary() {
 		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 3), b.unary(opSquare, x)) })
 	opInverse = unary("inverse", "inv", inverseInto[float64], inverseInto[float32],
 		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSquare, n))) })
-	opSigmoid = unary("sigmoid", "sigmoid", sigmoidInto, sigmoid32,
+	opSigmoid = unary("sigmoid", "sigmoid", sigmoidInto, sigmoidInto32,
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.mul(n, b.binary(opSub, one(b), n))) })
-	opTanh = unary("tanh", "tanh", tanhInto, tanh32,
+	opTanh = unary("tanh", "tanh", tanhInto, tanhInto32,
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opSub, one(b), b.unary(opSquare, n))) })
 	opSoftplus = unary("softplus", "softplus", each[float64](softplus), each[float32](softplus),
 		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSigmoid, x)) })

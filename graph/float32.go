@@ -220,30 +220,3 @@ func matmulMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, xs
 		putScratch(acc)
 	}
 }
-
-// The float32 transcendental functions of the float32 kernels: exp32,
-// log32, tanh32 and sigmoid32 set dst[i] = f(x[i]) for i < len(x) (dst
-// may be x). They widen x a block at a time into a buffer on the stack,
-// apply the float64 vector kernels (within 1–2 ulp of float64) and round:
-// within half an ulp of float32 but for the rare double rounding.
-// Vector float32 kernels will take their place, one line each.
-func exp32(dst, x []float32)     { via64(dst, x, expInto) }
-func log32(dst, x []float32)     { via64(dst, x, logInto) }
-func tanh32(dst, x []float32)    { via64(dst, x, tanhInto) }
-func sigmoid32(dst, x []float32) { via64(dst, x, sigmoidInto) }
-
-// via64 sets dst[i] to f of x[i] computed in float64, by blocks of 1024
-// (in a buffer from the pool: f may keep it, as far as the compiler
-// knows, so a buffer on the stack would be allocated at every call).
-func via64(dst, x []float32, f func(dst, x []float64)) {
-	p := getScratch(1024)
-	defer putScratch(p)
-	buf := *p
-	dst = dst[:len(x)]
-	for i := 0; i < len(x); i += len(buf) {
-		b := buf[:min(len(buf), len(x)-i)]
-		widenInto(b, x[i:i+len(b)])
-		f(b, b)
-		narrowInto(dst[i:i+len(b)], b)
-	}
-}

@@ -19,7 +19,7 @@ func init() {
 			return cloneInts(n.args[0].shape)
 		},
 		f64: logSoftmaxKernel(expInto),
-		f32: logSoftmaxKernel(exp32),
+		f32: logSoftmaxKernel(expInto32),
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			x := n.args[0]
 			s := b.broadcast(b.reshape(b.reduce(opSum, g, n.axis), keepDims(x.shape, n.axis)), x.shape)
