@@ -110,10 +110,12 @@ func maxKernel[T float](n *node, out []T, in [][]T) {
 // rows — a batch — would lose digits): in float32, the sums of columns
 // accumulate in a float64 buffer.
 func sumAxis[T float](out, x []T, outer, mid, inner int) {
-	if inner == 1 {
-		for o := 0; o < outer; o++ {
-			out[o] = T(sum64(x[o*mid : (o+1)*mid]))
-		}
+	if inner == 1 { // row sums, the rows split across cores
+		splitElems(outer*mid, mid, func(lo, hi int) {
+			for o := lo / mid; o < hi/mid; o++ {
+				out[o] = T(sum64(x[o*mid : (o+1)*mid]))
+			}
+		})
 		return
 	}
 	out64, f64 := any(out).([]float64)

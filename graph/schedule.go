@@ -13,7 +13,7 @@ import "strconv"
 // compiled with f32 (Objective.Float32), in float32: every step's buffer
 // is then in bufs32 and computed by the operations' float32 kernels.
 // Callers bind and read float64 vectors either way: a float32 program
-// narrows a float64 vector bound to a leaf into a buffer of its own (own),
+// narrows a float64 vector bound to a leaf into a buffer of its own (own32),
 // reads float32 data where they are, and widens an output when it is read
 // (out). The float64 path is unchanged by this: its kernels, buffers and
 // bits are those of a program without float32.
