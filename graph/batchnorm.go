@@ -205,29 +205,18 @@ func bnBackwardKernel[T float](n *node, out []T, in [][]T) {
 // either precision, and so is the arithmetic of bnForward and bnBackward
 // per element (their results are rounded to T). The column sums take four
 // rows at a time, each column's terms still added one by one in row
-// order, with the partial sum in a register.
+// order, with the partial sum in a register (addRows).
 func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
 	mean, inv = mean[:c], inv[:c]
 	clear(mean)
 	clear(inv)
-	r := 0
-	for ; r+4 <= n; r += 4 {
-		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
-		for j := range mean {
-			mean[j] = mean[j] + float64(z0[j]) + float64(z1[j]) + float64(z2[j]) + float64(z3[j])
-		}
-	}
-	for ; r < n; r++ {
-		zr := z[r*c:][:c]
-		for j := range mean {
-			mean[j] += float64(zr[j])
-		}
-	}
+	addRows(mean, z[:n*c], n)
 	s := 1 / float64(n)
 	for j := range mean {
 		mean[j] *= s
 	}
-	for r = 0; r+4 <= n; r += 4 {
+	r := 0
+	for ; r+4 <= n; r += 4 {
 		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
 		for j, m := range mean {
 			d0, d1, d2, d3 := float64(z0[j])-m, float64(z1[j])-m, float64(z2[j])-m, float64(z3[j])-m

@@ -131,12 +131,7 @@ func sumAxis[T float](out, x []T, outer, mid, inner int) {
 			acc = out64[o*inner : (o+1)*inner]
 		}
 		clear(acc)
-		for m := 0; m < mid; m++ {
-			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
-			for i, v := range src {
-				acc[i] += float64(v)
-			}
-		}
+		addRows(acc, x[o*mid*inner:(o+1)*mid*inner], mid)
 		if !f64 {
 			for i, v := range acc {
 				dst[i] = T(v)
@@ -182,4 +177,24 @@ func sum64[T float](x []T) float64 {
 		s0 += float64(x[i])
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// addRows adds the rows of x (rows × len(acc), row-major) to acc, four
+// rows at a time with each column's terms still added one by one in row
+// order (the partial sum in a register), as bnStats does.
+func addRows[T float](acc []float64, x []T, rows int) {
+	c := len(acc)
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		x0, x1, x2, x3 := x[r*c:][:c], x[(r+1)*c:][:c], x[(r+2)*c:][:c], x[(r+3)*c:][:c]
+		for j := range acc {
+			acc[j] = acc[j] + float64(x0[j]) + float64(x1[j]) + float64(x2[j]) + float64(x3[j])
+		}
+	}
+	for ; r < rows; r++ {
+		xr := x[r*c:][:c]
+		for j := range acc {
+			acc[j] += float64(xr[j])
+		}
+	}
 }
