@@ -3,9 +3,11 @@ package graph
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -179,6 +181,20 @@ func TestFloat32(t *testing.T) {
 		}
 	}
 	t.Logf("largest relative difference of a float32 oracle from float64: %.2e (tolerance %g)", worst, tol)
+	// WriteBack puts x and y, in float64, into the user's nodes.
+	if err := p32.WriteBack(x, y); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range append(append([]*G.Node{}, p32.outerNodes...), p32.innerNodes...) {
+		v, want := n.Value().Data().([]float64), x
+		vs := p32.outer
+		if i >= len(p32.outerNodes) {
+			i, want, vs = i-len(p32.outerNodes), y, p32.inner
+		}
+		if !slices.Equal(v, want[vs[i].Offset:vs[i].Offset+vs[i].Size]) {
+			t.Errorf("after WriteBack, %s holds %v…", nodeName(n), v[:min(3, len(v))])
+		}
+	}
 	r := Check(p32, x, y, nil)
 	t.Logf("Check: %v", r)
 	if r.Max() > 1e-6 || r.Float32 > tol || r.Translation32 > verifyTol32 || r.TranslationErr != nil {
@@ -242,6 +258,7 @@ func float32Scenario(t *testing.T, set func(*Objective), tol float64) (p32 *Prob
 		both(func(p *Problem, dst []float64) { p.MixedYX(dst, x, y, u, batch) }, d*c, tag+"MixedYX")
 		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).HVP(dst, v) }, d*c, tag+"linearized HVP")
 		both(func(p *Problem, dst []float64) { p.Linearize(x, y, batch).MixedXY(dst, v) }, d+n, tag+"linearized MixedXY")
+		both(func(p *Problem, dst []float64) { p.HVPAt(x, y, batch)(dst, v) }, d*c, tag+"HVPAt")
 		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).HVP(dst, y, v) }, d*c, tag+"FixX HVP")
 		both(func(p *Problem, dst []float64) { p.FixX(x, batch, ubatch).GradF(dst[:d+n], dst[d+n:], y) }, d+n+d*c, tag+"FixX ∇f")
 		both(func(p *Problem, dst []float64) {
@@ -253,6 +270,15 @@ func float32Scenario(t *testing.T, set func(*Objective), tol float64) (p32 *Prob
 	}
 	check(nil, nil, "")
 	check([]int{5, 17, 3, 299, 0, 42}, []int{1, 7, 49}, "batch: ")
+	both(func(p *Problem, dst []float64) {
+		h := mat.NewSymDense(d*c, nil)
+		p.HessYY(h, x, y, nil)
+		copy(dst, h.RawSymmetric().Data)
+	}, d*c*d*c, "HessYY")
+	both(func(p *Problem, dst []float64) {
+		h := mat.NewDense(d+n, d*c, dst)
+		p.HessXY(h, x, y, []int{1, 2, 3})
+	}, (d+n)*d*c, "HessXY")
 	both(func(p *Problem, dst []float64) {
 		un, err := p.Unrolled(3, 0.2, 0)
 		if err != nil {
