@@ -495,11 +495,17 @@ func evalBinary[T float](n *node, out, x, y []T) {
 	case len(x) == 1:
 		evalScalarX(n, out, x[0], y)
 	case len(y) < len(x) && isRow(n.args[1].shape, n.shape): // y repeated
+		if evalRepeated(n.op, out, x, y) {
+			return
+		}
 		for r := 0; r < len(x); r += len(y) {
 			evalSame(n, out[r:r+len(y)], x[r:r+len(y)], y)
 		}
 	case len(y) < len(x): // each element of y over a block of x
 		l := len(x) / len(y)
+		if evalBlocks(n.op, out, x, y, l) {
+			return
+		}
 		for r, c := range y {
 			evalScalarY(n, out[r*l:(r+1)*l], x[r*l:(r+1)*l], c)
 		}
@@ -538,6 +544,88 @@ func evalBinaryParallel[T float](n *node, out, x, y []T) {
 		l := len(y) / len(x)
 		splitElems(len(out), l, func(lo, hi int) { evalBinary(n, out[lo:hi], x[lo/l:hi/l], y[lo:hi]) })
 	}
+}
+
+// evalBlocks evaluates, for the four arithmetic operations, x op y[r] on
+// each block r of l elements of x, the operation chosen once rather than
+// in a call per block (blocks are often short: a softmax's rows), and
+// reports whether op was one of them.
+func evalBlocks[T float](op opKind, out, x, y []T, l int) bool {
+	out, x = out[:len(y)*l], x[:len(y)*l]
+	switch op {
+	case opAdd:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v + c
+			}
+		}
+	case opSub:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v - c
+			}
+		}
+	case opMul:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v * c
+			}
+		}
+	case opDiv:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v / c
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// evalRepeated evaluates, for the four arithmetic operations, x op y on
+// each block of len(y) elements of x, the operation chosen once (see
+// evalBlocks), and reports whether op was one of them.
+func evalRepeated[T float](op opKind, out, x, y []T) bool {
+	l := len(y)
+	out = out[:len(x)]
+	switch op {
+	case opAdd:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] + v
+			}
+		}
+	case opSub:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] - v
+			}
+		}
+	case opMul:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] * v
+			}
+		}
+	case opDiv:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] / v
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // evalScalarY evaluates an elementwise operation of x and the number c.

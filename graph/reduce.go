@@ -2,6 +2,7 @@ package graph
 
 import (
 	"sort"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -110,12 +111,12 @@ func maxKernel[T float](n *node, out []T, in [][]T) {
 // rows — a batch — would lose digits): in float32, the sums of columns
 // accumulate in a float64 buffer.
 func sumAxis[T float](out, x []T, outer, mid, inner int) {
-	if inner == 1 { // row sums, the rows split across cores
-		splitElems(outer*mid, mid, func(lo, hi int) {
-			for o := lo / mid; o < hi/mid; o++ {
-				out[o] = T(sum64(x[o*mid : (o+1)*mid]))
-			}
-		})
+	if inner == 1 { // row sums, the rows split across cores when many
+		if outer*mid < parallelElems { // (no closure to allocate)
+			rowSums(out[:outer], x, mid)
+			return
+		}
+		splitElems(outer*mid, mid, func(lo, hi int) { rowSums(out[lo/mid:hi/mid], x[lo:hi], mid) })
 		return
 	}
 	out64, f64 := any(out).([]float64)
@@ -155,18 +156,30 @@ func maxAxis[T float](out, x []T, outer, mid, inner int) {
 	}
 }
 
-// sum64 returns the sum of x in float64: term after term in float64 (the
-// bits of graph/'s float64 sums), in four interleaved partial sums in
-// float32, whose sums have no earlier bits to keep — four times as fast,
-// as a sum term after term waits for each addition.
-func sum64[T float](x []T) float64 {
-	if _, f32 := any(T(0)).(float32); !f32 {
+// rowSums sets out[i] to the sum of row i of x (rows of mid elements) for
+// i < len(out), computed in float64: term after term when x is float64
+// (the bits of graph/'s float64 sums), in four interleaved partial sums
+// (sum4) when it is float32, whose sums have no earlier bits to keep —
+// four times as fast, as a sum term after term waits for each addition.
+func rowSums[T, S float](out []S, x []T, mid int) {
+	var zero T
+	if unsafe.Sizeof(zero) == 4 {
+		for i := range out {
+			out[i] = S(sum4(x[i*mid : (i+1)*mid]))
+		}
+		return
+	}
+	for i := range out {
 		s := 0.0
-		for _, v := range x {
+		for _, v := range x[i*mid : (i+1)*mid] {
 			s += float64(v)
 		}
-		return s
+		out[i] = S(s)
 	}
+}
+
+// sum4 returns the sum of x in four interleaved float64 partial sums.
+func sum4[T float](x []T) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(x); i += 4 {

@@ -97,9 +97,7 @@ func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)
 			e := (*p)[:len(seg)]
 			exp(e, seg)
 			ls := sums[:o1-o0]
-			for i := range ls {
-				ls[i] = sum64(e[i*mid : (i+1)*mid])
-			}
+			rowSums(ls, e, mid)
 			logInto(ls, ls)
 			for i, l := range ls {
 				dst := seg[i*mid : (i+1)*mid]
