@@ -133,7 +133,10 @@ type Capabilities struct {
 // FixedLower is the lower level's oracles at the outer point and batch
 // they were fixed at (Capabilities.FixX), for many inner points y.
 // AddMixedXY adds ∇xy g(x, y)·v to a running sum of mixed products, and
-// MixedXYSum writes that sum (length DimX) to dst and starts a new one.
+// MixedXYSum writes that sum (length DimX) to dst and starts a new one. A
+// wrapper that counts calls counts GradG, HVP and each AddMixedXY as one
+// call of the oracle each stands for (Calls.GradG, HVP, MixedXY), and
+// MixedXYSum, which completes the products already added, as none.
 type FixedLower interface {
 	GradG(dx, dy, y []float64)
 	HVP(dst, y, v []float64)
