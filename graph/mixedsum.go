@@ -82,8 +82,10 @@ type lowRank struct {
 }
 
 // boundarySum is the running sum of the adjoints at one boundary node:
-// dense, when summed, plus l·r, the product of columns [0, k) of l
-// (rows × kmax) and rows [0, k) of r (kmax × cols).
+// dense, when summed, plus lᵀ·r, the product of the transpose of rows
+// [0, k) of l (kmax × rows: the factors op(A) side by side, transposed,
+// so that each is written row after row) and rows [0, k) of r
+// (kmax × cols).
 type boundarySum struct {
 	dense  []float64
 	summed bool
@@ -403,19 +405,16 @@ func (s *boundarySum) add(bd *boundary, pr *program) {
 			s.flush(bd)
 		}
 		if s.l == nil {
-			s.l, s.r = make([]float64, bd.rows*bd.kmax), make([]float64, bd.kmax*bd.cols)
+			s.l, s.r = make([]float64, bd.kmax*bd.rows), make([]float64, bd.kmax*bd.cols)
 		}
 		a, b := pr.out(t.a), pr.out(t.b)
-		for i := range bd.rows {
-			// A loop, not copy: rows of a few elements each.
-			row := s.l[i*bd.kmax+s.k : i*bd.kmax+s.k+t.k]
-			if t.ta {
-				for p := range row {
-					row[p] = a[p*bd.rows+i]
-				}
-			} else {
+		lt := s.l[s.k*bd.rows : (s.k+t.k)*bd.rows] // op(A)ᵀ
+		if t.ta {
+			copy(lt, a)
+		} else {
+			for i := range bd.rows {
 				for p, e := range a[i*t.k : (i+1)*t.k] {
-					row[p] = e
+					lt[p*bd.rows+i] = e
 				}
 			}
 		}
@@ -442,7 +441,7 @@ func (s *boundarySum) flush(bd *boundary) {
 		s.dense = make([]float64, bd.rows*bd.cols)
 	}
 	gemm(gemmKernelF64(), s.dense, bd.cols, bd.rows, bd.cols, s.k,
-		sideA(s.l, bd.rows, bd.kmax, false), sideB(s.r, s.k, bd.cols, false), s.summed)
+		sideA(s.l, bd.rows, s.k, true), sideB(s.r, s.k, bd.cols, false), s.summed)
 	s.summed, s.k = true, 0
 }
 

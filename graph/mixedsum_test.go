@@ -106,8 +106,9 @@ func TestSweepProgram(t *testing.T) {
 
 // headMLP is g = CE(tanh(X·W1)·W2, Y) + 0.05‖W2‖², f the same on other
 // samples, with W1 (d×h) the outer variable and W2 (h×c) the inner one;
-// normal data, one-hot targets.
-func headMLP(t testing.TB, n, d, h, c int) *Problem {
+// normal data, one-hot targets. With transposed, the logits are formed as
+// (W2ᵀ·tanh(X·W1)ᵀ)ᵀ.
+func headMLP(t testing.TB, n, d, h, c int, transposed bool) *Problem {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	g := G.NewGraph()
@@ -128,7 +129,13 @@ func headMLP(t testing.TB, n, d, h, c int) *Problem {
 	Xv, Yv := mat("Xv", n/2, d, 1, false), mat("Yv", n/2, c, 0, true)
 	W1 := mat("W1", d, h, 1/math.Sqrt(float64(d)), false)
 	W2 := mat("W2", h, c, 0.1, false)
-	logits := func(X *G.Node) *G.Node { return G.Must(G.Mul(G.Must(G.Tanh(G.Must(G.Mul(X, W1)))), W2)) }
+	logits := func(X *G.Node) *G.Node {
+		H := G.Must(G.Tanh(G.Must(G.Mul(X, W1))))
+		if transposed {
+			return G.Must(G.Transpose(G.Must(G.Mul(G.Must(G.Transpose(W2)), G.Must(G.Transpose(H))))))
+		}
+		return G.Must(G.Mul(H, W2))
+	}
 	pen := G.Must(G.Mul(G.NewConstant(0.05), G.Must(G.Sum(G.Must(G.Square(W2))))))
 	lower := G.Must(G.Add(G.Must(SoftmaxCrossEntropy(logits(X), Y)), pen))
 	upper := G.Must(SoftmaxCrossEntropy(logits(Xv), Yv))
@@ -147,7 +154,12 @@ func headMLP(t testing.TB, n, d, h, c int) *Problem {
 // products), against the sum of MixedXY products to 1e-13 relative, on
 // the whole data set and on a batch.
 func TestLowRankSum(t *testing.T) {
-	p := headMLP(t, 40, 6, 16, 3)
+	for _, transposed := range []bool{false, true} {
+		lowRankSum(t, headMLP(t, 40, 6, 16, 3, transposed), transposed)
+	}
+}
+
+func lowRankSum(t *testing.T, p *Problem, transposed bool) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, y, v := p.X0(nil), make([]float64, p.DimY()), make([]float64, p.DimY())
 	got, want, mixed := make([]float64, p.DimX()), make([]float64, p.DimX()), make([]float64, p.DimX())
@@ -156,6 +168,9 @@ func TestLowRankSum(t *testing.T) {
 		ms := f.p.mustWorld(lowerLevel, batch).sweepProgram()
 		if len(ms.bounds) != 1 || len(ms.bounds[0].terms) != 2 || ms.bounds[0].dense >= 0 || ms.bounds[0].kmax != 16 {
 			t.Fatalf("the features' adjoint: %d boundaries, %+v; want one, two rank-3 terms, nothing dense, buffers of rank 16", len(ms.bounds), ms.bounds)
+		}
+		if tr := ms.bounds[0].terms[0].ta || ms.bounds[0].terms[1].ta; tr != transposed {
+			t.Fatalf("the features' adjoint: terms %+v; want a transposed factor: %v", ms.bounds[0].terms, transposed)
 		}
 		clear(want)
 		for range 7 {
@@ -174,7 +189,7 @@ func TestLowRankSum(t *testing.T) {
 			d, s = math.Max(d, math.Abs(got[i]-want[i])), math.Max(s, math.Abs(want[i]))
 		}
 		if !(d <= 1e-13*s) {
-			t.Errorf("batch %v: the sum of seven mixed products differs from MixedXY's by %.2e relative", batch, d/s)
+			t.Errorf("transposed %v, batch %v: the sum of seven mixed products differs from MixedXY's by %.2e relative", transposed, batch, d/s)
 		}
 	}
 }
@@ -184,7 +199,7 @@ func TestLowRankSum(t *testing.T) {
 // bits through a sequence that reuses, changes y alone, changes v alone,
 // and changes both, with a second FixedX used in between.
 func TestSweepMemo(t *testing.T) {
-	p := headMLP(t, 40, 6, 16, 3)
+	p := headMLP(t, 40, 6, 16, 3, false)
 	rng := rand.New(rand.NewPCG(5, 6))
 	vec := func() []float64 {
 		v := make([]float64, p.DimY())
