@@ -15,7 +15,8 @@ type program struct {
 	outs     []int
 	argBuf   [][]float64 // scratch for one step's argument buffers
 	argBuf32 [][]float32
-	owner    any // the Linearization whose fixed part the buffers hold
+	owner    any           // the Linearization whose fixed part the buffers hold
+	rows     []*rowSegment // the row segment of each step, if any (rowblock.go)
 }
 
 type step struct {
@@ -75,6 +76,7 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 	for _, o := range outs {
 		p.outs = append(p.outs, p.index[o])
 	}
+	p.rows = planRows(p)
 	return p
 }
 
@@ -163,6 +165,9 @@ func (p *program) exec(mask []bool, mode int) {
 	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
+		if s := p.rowsAt(i); s != nil && s.at == i && s.selected(p, mask, mode) {
+			s.run(p)
+		}
 		switch {
 		case st.n.op == opLeaf || st.n.op == opConst:
 			continue
@@ -173,6 +178,8 @@ func (p *program) exec(mask []bool, mode int) {
 			mode == runStatic && st.dyn,
 			mode == runDynamic && !st.dyn:
 			continue
+		case p.rowsAt(i) != nil && p.rows[i].in[i] && p.rows[i].selected(p, mask, mode):
+			continue // run by its row segment
 		}
 		in := p.argBuf[:len(st.args)]
 		for k, a := range st.args {
