@@ -104,6 +104,22 @@ func TestSweepProgram(t *testing.T) {
 	}
 }
 
+// randomMatrix makes a named r×k gorgonia matrix with N(0, scale²)
+// entries, or one-hot rows when onehot is set.
+func randomMatrix(g *G.ExprGraph, rng *rand.Rand, name string, r, k int, scale float64, onehot bool) *G.Node {
+	v := make([]float64, r*k)
+	for i := range v {
+		v[i] = scale * rng.NormFloat64()
+	}
+	if onehot {
+		clear(v)
+		for i := range r {
+			v[i*k+rng.IntN(k)] = 1
+		}
+	}
+	return G.NewMatrix(g, G.Float64, G.WithShape(r, k), G.WithName(name), G.WithValue(tensor.New(tensor.WithShape(r, k), tensor.WithBacking(v))))
+}
+
 // headMLP is g = CE(tanh(X·W1)·W2, Y) + 0.05‖W2‖², f the same on other
 // samples, with W1 (d×h) the outer variable and W2 (h×c) the inner one;
 // normal data, one-hot targets. With transposed, the logits are formed as
@@ -113,17 +129,7 @@ func headMLP(t testing.TB, n, d, h, c int, transposed bool) *Problem {
 	rng := rand.New(rand.NewPCG(1, 2))
 	g := G.NewGraph()
 	mat := func(name string, r, k int, scale float64, onehot bool) *G.Node {
-		v := make([]float64, r*k)
-		for i := range v {
-			v[i] = scale * rng.NormFloat64()
-		}
-		if onehot {
-			clear(v)
-			for i := range r {
-				v[i*k+rng.IntN(k)] = 1
-			}
-		}
-		return G.NewMatrix(g, G.Float64, G.WithShape(r, k), G.WithName(name), G.WithValue(tensor.New(tensor.WithShape(r, k), tensor.WithBacking(v))))
+		return randomMatrix(g, rng, name, r, k, scale, onehot)
 	}
 	X, Y := mat("X", n, d, 1, false), mat("Y", n, c, 0, true)
 	Xv, Yv := mat("Xv", n/2, d, 1, false), mat("Yv", n/2, c, 0, true)

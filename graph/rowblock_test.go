@@ -18,17 +18,7 @@ func rowModel(t *testing.T, n, d, c, hidden int) *Problem {
 	rng := rand.New(rand.NewPCG(7, 8))
 	g := G.NewGraph()
 	mat := func(name string, r, k int, scale float64, onehot bool) *G.Node {
-		v := make([]float64, r*k)
-		for i := range v {
-			v[i] = scale * rng.NormFloat64()
-		}
-		if onehot {
-			clear(v)
-			for i := range r {
-				v[i*k+rng.IntN(k)] = 1
-			}
-		}
-		return G.NewMatrix(g, G.Float64, G.WithShape(r, k), G.WithName(name), G.WithValue(tensor.New(tensor.WithShape(r, k), tensor.WithBacking(v))))
+		return randomMatrix(g, rng, name, r, k, scale, onehot)
 	}
 	X, Y := mat("X", n, d, 1, false), mat("Y", n, c, 0, true)
 	Xv, Yv := mat("Xv", n/2, d, 1, false), mat("Yv", n/2, c, 0, true)

@@ -52,22 +52,25 @@ func (r *iterates) Iterate(p oracle.Problem, st *State) (Iteration, error) {
 	return it, err
 }
 
+// normalClasses returns n samples of d standard normal features with
+// labels drawn uniformly from c classes, the features first.
+func normalClasses(rng *rand.Rand, n, d, c int) models.Data {
+	data := models.Data{X: make([]float64, n*d), N: n, D: d, Labels: make([]int, n)}
+	for i := range data.X {
+		data.X[i] = rng.NormFloat64()
+	}
+	for i := range data.Labels {
+		data.Labels[i] = rng.IntN(c)
+	}
+	return data
+}
+
 // smallMLP is the hyper-representation MLP (tanh hidden layer as x, head
 // as y, biases and a learned penalty) on 40 + 30 samples of 6 features.
 func smallMLP(t *testing.T) *graph.Problem {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(21, 22))
-	data := func(n int) models.Data {
-		d := models.Data{X: make([]float64, n*6), N: n, D: 6, Labels: make([]int, n)}
-		for i := range d.X {
-			d.X[i] = rng.NormFloat64()
-		}
-		for i := range d.Labels {
-			d.Labels[i] = rng.IntN(3)
-		}
-		return d
-	}
-	m, err := models.MLP(data(40), data(30), 3, models.MLPSettings{Hidden: 5, Bias: true, LearnPenalty: true, Seed: 4})
+	m, err := models.MLP(normalClasses(rng, 40, 6, 3), normalClasses(rng, 30, 6, 3), 3, models.MLPSettings{Hidden: 5, Bias: true, LearnPenalty: true, Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,17 +151,7 @@ func TestITDBiOFixX(t *testing.T) {
 // per-step sweep (the path before the wrapper forwarded FixX).
 func BenchmarkITDBiOFixX(b *testing.B) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	data := func(n int) models.Data {
-		d := models.Data{X: make([]float64, n*784), N: n, D: 784, Labels: make([]int, n)}
-		for i := range d.X {
-			d.X[i] = rng.NormFloat64()
-		}
-		for i := range d.Labels {
-			d.Labels[i] = rng.IntN(10)
-		}
-		return d
-	}
-	m, err := models.MLP(data(2000), data(500), 10, models.MLPSettings{Hidden: 256, Seed: 1})
+	m, err := models.MLP(normalClasses(rng, 2000, 784, 10), normalClasses(rng, 500, 784, 10), 10, models.MLPSettings{Hidden: 256, Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
