@@ -73,11 +73,16 @@ type rowSegment struct {
 	// parts is the number of parts the rows are split into, fixed at
 	// planning by GOMAXPROCS.
 	parts int
-	// Scratch of run, per part: the sums over rows (step after step), a
-	// block's sum and the arguments' buffers.
+	// Scratch of run, per part: the sums over rows (step after step, from
+	// sumAt), a block's sum and the arguments' buffers.
 	sums, scratch [][]float64
 	args          [][][]float64
+	sumAt         map[int]int
 	sumSize       int
+	// sel marks the steps of the segment that run (active); reads counts
+	// the reads of row inputs.
+	sel   []bool
+	reads map[int]int
 }
 
 // planRows returns the row segments of p, by step: each segment at its
@@ -253,10 +258,15 @@ func (p *program) planSegment(n int, at []*rowSegment) *rowSegment {
 		}
 	}
 	maxSum := 0
-	for i := range reduce {
-		s.sumSize += p.steps[i].n.size
-		maxSum = max(maxSum, p.steps[i].n.size)
+	s.sumAt = map[int]int{}
+	for _, i := range s.steps {
+		if reduce[i] {
+			s.sumAt[i] = s.sumSize
+			s.sumSize += p.steps[i].n.size
+			maxSum = max(maxSum, p.steps[i].n.size)
+		}
 	}
+	s.sel, s.reads = make([]bool, len(p.steps)), map[int]int{}
 	parts := len(s.rows()) - 1
 	for range parts {
 		s.sums = append(s.sums, make([]float64, s.sumSize))
@@ -382,21 +392,40 @@ func (s *rowSegment) buildShadows(p *program, r int) (ok bool) {
 	return true
 }
 
-// selected reports whether every step of the segment runs in this
-// execution of p (mask and mode as in exec): the segment then runs by
-// blocks, else its steps one after the other.
-func (s *rowSegment) selected(p *program, mask []bool, mode int) bool {
+// active marks in sel the steps of the segment that run in this execution
+// of p (mask and mode as in exec), and reports whether they run by blocks:
+// when they hold one of the segment's sums over rows and read a row input
+// of at least blockMinBytes twice or more. (A step of the segment that does
+// not run holds its values of an earlier run: the steps that do read it
+// by rows as any row input.)
+func (s *rowSegment) active(p *program, mask []bool, mode int) bool {
+	sum := false
 	for _, j := range s.steps {
 		dyn := p.steps[j].dyn
-		if mask != nil && !mask[j] || mode == runStatic && dyn || mode == runDynamic && !dyn {
-			return false
+		s.sel[j] = !(mask != nil && !mask[j] || mode == runStatic && dyn || mode == runDynamic && !dyn)
+		sum = sum || s.sel[j] && s.reduce[j]
+	}
+	if !sum {
+		return false
+	}
+	twice := false
+	for _, j := range s.steps {
+		if !s.sel[j] {
+			continue
+		}
+		for k, a := range p.steps[j].args {
+			if !(s.in[a] && s.sel[a]) && p.readsByRows(j, k, s.n) && p.steps[a].n.size*8 >= blockMinBytes {
+				s.reads[a]++
+				twice = twice || s.reads[a] >= 2
+			}
 		}
 	}
-	return true
+	clear(s.reads)
+	return twice
 }
 
-// run computes the segment's steps by blocks of rows, the parts of the
-// rows on the cores when they are spare.
+// run computes the segment's steps marked in sel by blocks of rows, the
+// parts of the rows on the cores when they are spare.
 func (s *rowSegment) run(p *program) {
 	for _, i := range s.steps {
 		if st := &p.steps[i]; st.alias { // exec has not reached them yet
@@ -412,31 +441,28 @@ func (s *rowSegment) run(p *program) {
 			s.runPart(p, q, lo[q], lo[q+1])
 		}
 	}
-	off := 0
 	for _, i := range s.steps {
-		if !s.reduce[i] {
+		if !s.reduce[i] || !s.sel[i] {
 			continue
 		}
-		out := p.bufs[i]
+		out, off := p.bufs[i], s.sumAt[i]
 		copy(out, s.sums[0][off:off+len(out)])
 		for q := 1; q < parts; q++ {
 			floats.Add(out, s.sums[q][off:off+len(out)])
 		}
-		off += len(out)
 	}
 }
 
-// runPart computes rows [lo, hi) of the segment's row steps, block after
-// block, into their buffers and adds the blocks' sums over rows to part
-// q's sums.
+// runPart computes rows [lo, hi) of the segment's row steps marked in sel,
+// block after block, into their buffers and adds the blocks' sums over
+// rows to part q's sums.
 func (s *rowSegment) runPart(p *program, q, lo, hi int) {
 	for b0 := lo; b0 < hi; b0 += s.block {
 		b1 := min(b0+s.block, hi)
 		sh := s.shadows[b1-b0]
-		off := 0
 		for _, i := range s.steps {
 			st := &p.steps[i]
-			if st.alias {
+			if st.alias || !s.sel[i] {
 				continue
 			}
 			args := s.args[q][:len(st.args)]
@@ -452,8 +478,7 @@ func (s *rowSegment) runPart(p *program, q, lo, hi int) {
 				eval(sh[i], p.bufs[i][b0*per:b1*per], args)
 				continue
 			}
-			sum := s.sums[q][off : off+st.n.size]
-			off += st.n.size
+			sum := s.sums[q][s.sumAt[i] : s.sumAt[i]+st.n.size]
 			if b0 == lo {
 				eval(sh[i], sum, args)
 				continue

@@ -51,8 +51,9 @@ func rowModel(t *testing.T, n, d, c, hidden int) *Problem {
 	return p
 }
 
-// oracleValues returns every oracle of p at one point, on the whole data
-// set and on a batch, one vector after the other.
+// oracleValues returns every oracle of p at one point, and those at a
+// fixed outer point, on the whole data set and on a batch, one vector
+// after the other.
 func oracleValues(p *Problem, batch []int) [][]float64 {
 	rng := rand.New(rand.NewPCG(9, 10))
 	vec := func(n int, s float64) []float64 {
@@ -77,6 +78,17 @@ func oracleValues(p *Problem, batch []int) [][]float64 {
 		hl := make([]float64, p.DimY())
 		lin.HVP(hl, v)
 		out = append(out, []float64{p.G(x, y, b), p.F(x, y, nil)}, gx, gy, fx, fy, h, m, mt, hl)
+		// At a fixed x, the sweep program runs the steps each oracle
+		// needs (masks): ∇y g, then an HVP after a mixed product at the
+		// same point, and a sum of two mixed products.
+		f := p.FixX(x, b, nil)
+		fg, fh, fm := make([]float64, p.DimY()), make([]float64, p.DimY()), make([]float64, p.DimX())
+		f.GradG(nil, fg, y)
+		f.AddMixedXY(y, v)
+		f.HVP(fh, y, v)
+		f.AddMixedXY(v, y)
+		f.MixedXYSum(fm)
+		out = append(out, fg, fh, fm)
 	}
 	return out
 }
@@ -99,8 +111,10 @@ func segments(p *Problem) int {
 // TestRowBlocks checks that programs run by blocks of rows (row
 // segments, with blocks of 4 to 12 rows, parts that end in partial
 // blocks) give every oracle — values, gradients, HVPs, both mixed
-// products, the linearized HVP, on the whole data set and on a batch — to
-// 1e-13 relative (in norm) of the programs run whole, on logistic
+// products, the linearized HVP, and at a fixed outer point ∇y g, an HVP
+// and a sum of mixed products (parts of the sweep program), on the whole
+// data set and on a batch — to 1e-13 relative (in norm) of the programs
+// run whole, on logistic
 // regression with a bias and per-feature penalties and on an MLP whose
 // head has a bias, and that the gradients' programs hold row segments.
 func TestRowBlocks(t *testing.T) {

@@ -165,7 +165,7 @@ func (p *program) exec(mask []bool, mode int) {
 	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
-		if s := p.rowsAt(i); s != nil && s.at == i && s.selected(p, mask, mode) {
+		if s := p.rowsAt(i); s != nil && s.at == i && s.active(p, mask, mode) {
 			s.run(p)
 		}
 		switch {
@@ -178,7 +178,7 @@ func (p *program) exec(mask []bool, mode int) {
 			mode == runStatic && st.dyn,
 			mode == runDynamic && !st.dyn:
 			continue
-		case p.rowsAt(i) != nil && p.rows[i].in[i] && p.rows[i].selected(p, mask, mode):
+		case p.rowsAt(i) != nil && p.rows[i].in[i] && p.rows[i].active(p, mask, mode):
 			continue // run by its row segment
 		}
 		in := p.argBuf[:len(st.args)]
