@@ -85,29 +85,81 @@ type rowSegment struct {
 	reads map[int]int
 }
 
-// planRows returns the row segments of p, by step: each segment at its
-// steps and at the step before which it runs (nil: no segment).
-func planRows(p *program) []*rowSegment {
-	var at []*rowSegment
+// rowPlan is the row segments of a program, by step.
+type rowPlan struct {
+	// of holds the segment each step belongs to (nil: none); before the
+	// segments that run before each step.
+	of     []*rowSegment
+	before [][]*rowSegment
+	// fixed marks the steps of planned segments and the steps they read:
+	// no later segment takes them.
+	fixed []bool
+}
+
+// planRows returns the row segments of p, or nil when it has none.
+func planRows(p *program) *rowPlan {
+	pl := &rowPlan{of: make([]*rowSegment, len(p.steps)), before: make([][]*rowSegment, len(p.steps)),
+		fixed: make([]bool, len(p.steps))}
 	sizes := map[int]bool{}
 	for i := range p.steps {
 		if n, ok := p.rowSum(i); ok {
 			sizes[n] = true
 		}
 	}
+	planned := false
 	for _, n := range slices.Sorted(maps.Keys(sizes)) {
-		s := p.planSegment(n, at)
-		if s == nil || at != nil && at[s.at] != nil {
-			continue
-		}
-		if at == nil {
-			at = make([]*rowSegment, len(p.steps))
-		}
-		for _, i := range append(s.steps, s.at) {
-			at[i] = s
+		for {
+			s := p.planSegment(n, pl)
+			if s == nil {
+				break
+			}
+			planned = true
+			pl.before[s.at] = append(pl.before[s.at], s)
+			for _, i := range s.steps {
+				pl.of[i], pl.fixed[i] = s, true
+				for _, a := range p.steps[i].args {
+					pl.fixed[a] = true
+				}
+			}
 		}
 	}
-	return at
+	if !planned {
+		return nil
+	}
+	return pl
+}
+
+// ready returns the position in p's order from which step i holds its
+// value: i, or for a step of a planned segment the step before which the
+// segment runs.
+func (pl *rowPlan) ready(i int) int {
+	if s := pl.of[i]; s != nil {
+		return s.at
+	}
+	return i
+}
+
+// runBefore runs the segments planned before step i that the execution
+// (mask and mode as in exec) runs by blocks.
+func (pl *rowPlan) runBefore(p *program, i int, mask []bool, mode int) {
+	if pl == nil {
+		return
+	}
+	for _, s := range pl.before[i] {
+		if s.active(p, mask, mode) {
+			s.run(p)
+		}
+	}
+}
+
+// runs reports whether step i is computed by its segment in this
+// execution, exec then skipping it.
+func (pl *rowPlan) runs(p *program, i int, mask []bool, mode int) bool {
+	if pl == nil || pl.of[i] == nil {
+		return false
+	}
+	s := pl.of[i]
+	return s.active(p, mask, mode) && s.sel[i]
 }
 
 // rowSum reports whether step i sums over the n rows of its arguments
@@ -164,10 +216,10 @@ func (p *program) rowStep(i, n int) bool {
 	return false
 }
 
-// planSegment plans the row segment of n rows of p, of steps not in a
-// segment of at yet, or returns nil when none saves memory traffic.
-func (p *program) planSegment(n int, at []*rowSegment) *rowSegment {
-	taken := func(i int) bool { return at != nil && at[i] != nil }
+// planSegment plans a row segment of n rows of p, of steps that pl has
+// not fixed, or returns nil when none saves memory traffic.
+func (p *program) planSegment(n int, pl *rowPlan) *rowSegment {
+	taken := func(i int) bool { return pl.fixed[i] }
 	in, reduce := map[int]bool{}, map[int]bool{}
 	// The steps from which a sum over the rows is reached through row
 	// steps: a closure backwards from the sums.
@@ -199,7 +251,7 @@ func (p *program) planSegment(n int, at []*rowSegment) *rowSegment {
 					// Read whole by a step of the segment, which then
 					// cannot run by blocks.
 					drop(i)
-				case !in[a] && a >= at:
+				case !in[a] && pl.ready(a) >= at:
 					// Read, but computed after the segment runs; and so,
 					// in a next round, the segment's steps that step
 					// reads run unblocked before it.
@@ -227,28 +279,21 @@ func (p *program) planSegment(n int, at []*rowSegment) *rowSegment {
 		return nil
 	}
 	s := &rowSegment{n: n, in: in, reduce: reduce, rowArgs: map[int]bool{}, shadows: map[int]map[int]*node{},
-		parts: runtime.GOMAXPROCS(0)}
-	// The reads of row arguments from outside the segment: worth blocking
-	// when one of at least blockMinBytes is read twice or more.
-	reads := map[int]int{}
+		parts: runtime.GOMAXPROCS(0), sel: make([]bool, len(p.steps)), reads: map[int]int{}}
 	widest := 0
 	s.at = p.runAt(in)
 	for _, i := range slices.Sorted(maps.Keys(in)) {
 		s.steps = append(s.steps, i)
+		s.sel[i] = true
 		for k, a := range p.steps[i].args {
 			if in[a] || !p.readsByRows(i, k, n) {
 				continue
 			}
 			s.rowArgs[a] = true
-			reads[a]++
 			widest = max(widest, p.steps[a].n.size/n*8)
 		}
 	}
-	worth := false
-	for a, k := range reads {
-		worth = worth || k >= 2 && p.steps[a].n.size*8 >= blockMinBytes
-	}
-	if !worth {
+	if !s.twice(p) {
 		return nil
 	}
 	s.block = max(4, blockBytes/max(widest, 1)&^3)
@@ -266,7 +311,6 @@ func (p *program) planSegment(n int, at []*rowSegment) *rowSegment {
 			maxSum = max(maxSum, p.steps[i].n.size)
 		}
 	}
-	s.sel, s.reads = make([]bool, len(p.steps)), map[int]int{}
 	parts := len(s.rows()) - 1
 	for range parts {
 		s.sums = append(s.sums, make([]float64, s.sumSize))
@@ -405,23 +449,28 @@ func (s *rowSegment) active(p *program, mask []bool, mode int) bool {
 		s.sel[j] = !(mask != nil && !mask[j] || mode == runStatic && dyn || mode == runDynamic && !dyn)
 		sum = sum || s.sel[j] && s.reduce[j]
 	}
-	if !sum {
-		return false
-	}
-	twice := false
+	return sum && s.twice(p)
+}
+
+// twice reports whether the steps of the segment marked in sel read a node
+// of at least blockMinBytes by rows twice or more: the memory traffic
+// that running by blocks saves, reading it once from memory and then from
+// cache.
+func (s *rowSegment) twice(p *program) bool {
+	defer clear(s.reads)
 	for _, j := range s.steps {
 		if !s.sel[j] {
 			continue
 		}
 		for k, a := range p.steps[j].args {
-			if !(s.in[a] && s.sel[a]) && p.readsByRows(j, k, s.n) && p.steps[a].n.size*8 >= blockMinBytes {
-				s.reads[a]++
-				twice = twice || s.reads[a] >= 2
+			if p.readsByRows(j, k, s.n) && p.steps[a].n.size*8 >= blockMinBytes {
+				if s.reads[a]++; s.reads[a] >= 2 {
+					return true
+				}
 			}
 		}
 	}
-	clear(s.reads)
-	return twice
+	return false
 }
 
 // run computes the segment's steps marked in sel by blocks of rows, the
@@ -489,12 +538,4 @@ func (s *rowSegment) runPart(p *program, q, lo, hi int) {
 		}
 	}
 	clear(s.args[q])
-}
-
-// rowsAt returns the row segment of step i of p, or nil.
-func (p *program) rowsAt(i int) *rowSegment {
-	if p.rows == nil {
-		return nil
-	}
-	return p.rows[i]
 }

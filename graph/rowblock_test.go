@@ -1,8 +1,10 @@
 package graph
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -97,8 +99,15 @@ func oracleValues(p *Problem, batch []int) [][]float64 {
 func segments(p *Problem) int {
 	k := 0
 	for _, w := range p.worlds {
-		for _, pr := range w.progs {
-			for _, s := range pr.rows {
+		progs := slices.Collect(maps.Values(w.progs))
+		if w.sweep != nil {
+			progs = append(progs, w.sweep.prog)
+		}
+		for _, pr := range progs {
+			if pr.rows == nil {
+				continue
+			}
+			for _, s := range pr.rows.of {
 				if s != nil {
 					k++
 				}

@@ -15,8 +15,8 @@ type program struct {
 	outs     []int
 	argBuf   [][]float64 // scratch for one step's argument buffers
 	argBuf32 [][]float32
-	owner    any           // the Linearization whose fixed part the buffers hold
-	rows     []*rowSegment // the row segment of each step, if any (rowblock.go)
+	owner    any      // the Linearization whose fixed part the buffers hold
+	rows     *rowPlan // the row segments (rowblock.go), nil if none
 }
 
 type step struct {
@@ -165,9 +165,7 @@ func (p *program) exec(mask []bool, mode int) {
 	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
-		if s := p.rowsAt(i); s != nil && s.at == i && s.active(p, mask, mode) {
-			s.run(p)
-		}
+		p.rows.runBefore(p, i, mask, mode)
 		switch {
 		case st.n.op == opLeaf || st.n.op == opConst:
 			continue
@@ -178,8 +176,8 @@ func (p *program) exec(mask []bool, mode int) {
 			mode == runStatic && st.dyn,
 			mode == runDynamic && !st.dyn:
 			continue
-		case p.rowsAt(i) != nil && p.rows[i].in[i] && p.rows[i].active(p, mask, mode):
-			continue // run by its row segment
+		case p.rows.runs(p, i, mask, mode):
+			continue // computed by its row segment
 		}
 		in := p.argBuf[:len(st.args)]
 		for k, a := range st.args {

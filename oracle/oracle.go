@@ -116,9 +116,11 @@ type Capabilities struct {
 	// x and the data alone (a representation layer) is done once, and
 	// mixed products are summed where that part's output meets the rest,
 	// so that a sum of T of them goes back through it once. It keeps
-	// copies of x and batch. Its GradG and HVP give the bits of GradG and
-	// HVP; a sum of mixed products equals the sum of MixedXY products up
-	// to rounding. package unroll's sweep uses it.
+	// copies of x and batch. Its GradG and HVP equal GradG and HVP up to
+	// rounding (graph.Problem: their bits, unless the data are large
+	// enough for its programs to run by blocks of rows), and a sum of
+	// mixed products equals the sum of MixedXY products up to rounding.
+	// package unroll's sweep uses it.
 	FixX func(x []float64, batch []int) FixedLower
 	// Err reports why the problem's oracles could not be evaluated, or
 	// nil. The oracles have no error return: a problem whose calls can
