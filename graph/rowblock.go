@@ -36,9 +36,16 @@ import (
 //
 // A row argument is a row step of the segment or any node with n rows
 // computed before it (data, say), read a block of rows at a time; a global
-// argument is read whole. The segment runs at the position of its last
-// step; a step outside it that reads one of its steps before that position
-// excludes that step (and the segment's steps it reads) from the segment.
+// argument is read whole. The segment runs before its first reader outside
+// it (or at its last step); a step of the segment whose argument is ready
+// only later leaves it, and so, in turn, do the segment's steps that
+// step reads. A program may hold several segments; no step belongs to two,
+// and a step one segment reads does not join a later one. An execution
+// that runs only some of a segment's steps (a mask, the dynamic steps)
+// runs those by blocks when they hold a sum over rows and read a large
+// node twice; the others hold their earlier values and are read as row
+// arguments.
+//
 // Blocks are split between the cores by a partition that depends only on
 // the sizes and GOMAXPROCS, each core adding its blocks' sums in order and
 // the cores' sums added in order, so the result's bits do not depend on
@@ -48,8 +55,8 @@ import (
 // Each step runs on a block through a shadow of its node: a copy whose
 // first dimension (and a reshape's target) is the block's row count, read
 // by the operation's own kernel. A segment is planned only where it saves
-// memory traffic: a row argument of at least blockMinBytes read by two
-// steps or more.
+// memory traffic: a node of at least blockMinBytes read by rows by two of
+// its steps or more.
 
 // blockBytes is the size of the rows of the largest row argument that one
 // block holds; blockMinBytes the size of a row argument below which a
