@@ -15,7 +15,8 @@ type program struct {
 	outs     []int
 	argBuf   [][]float64 // scratch for one step's argument buffers
 	argBuf32 [][]float32
-	owner    any // the Linearization whose fixed part the buffers hold
+	owner    any      // the Linearization whose fixed part the buffers hold
+	rows     *rowPlan // the row segments (rowblock.go), nil if none
 }
 
 type step struct {
@@ -75,6 +76,7 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 	for _, o := range outs {
 		p.outs = append(p.outs, p.index[o])
 	}
+	p.rows = planRows(p)
 	return p
 }
 
@@ -163,6 +165,7 @@ func (p *program) exec(mask []bool, mode int) {
 	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
+		p.rows.runBefore(p, i, mask, mode)
 		switch {
 		case st.n.op == opLeaf || st.n.op == opConst:
 			continue
@@ -173,6 +176,8 @@ func (p *program) exec(mask []bool, mode int) {
 			mode == runStatic && st.dyn,
 			mode == runDynamic && !st.dyn:
 			continue
+		case p.rows.runs(p, i, mask, mode):
+			continue // computed by its row segment
 		}
 		in := p.argBuf[:len(st.args)]
 		for k, a := range st.args {
