@@ -17,7 +17,7 @@ type FixedX struct {
 	// sum holds the adjoints at the boundary (mixedsum.go) accumulated by
 	// AddMixedXY since the last MixedXYSum; summed tells whether it holds
 	// any.
-	sum    [][]float64
+	sum    []boundarySum
 	summed bool
 }
 
@@ -107,7 +107,7 @@ func (f *FixedX) grad(lv int, dx, dy, y []float64) {
 	if lv == lowerLevel && dx == nil && dy != nil {
 		pr, ms := f.sweep(y, nil)
 		defer pr.releaseIf(true)
-		pr.exec(ms.grad, runDynamic)
+		ms.run(pr, ms.grad)
 		f.p.collect(dy, f.p.inner, pr, 0)
 		return
 	}
@@ -135,7 +135,7 @@ func (f *FixedX) HVP(dst, y, v []float64) {
 	f.p.stats.HessVecProducts++
 	pr, ms := f.sweep(y, v)
 	defer pr.releaseIf(true)
-	pr.exec(ms.hvp, runDynamic)
+	ms.run(pr, ms.hvp)
 	f.p.collect(dst, f.p.inner, pr, ms.hvpAt)
 }
 

@@ -29,7 +29,8 @@ type program struct {
 	outs     []int
 	argBuf   [][]float64 // scratch for one step's argument buffers
 	argBuf32 [][]float32
-	owner    any // the Linearization whose fixed part the buffers hold
+	owner    any      // the Linearization whose fixed part the buffers hold
+	rows     *rowPlan // the row segments (rowblock.go), nil if none
 }
 
 type step struct {
@@ -100,6 +101,7 @@ func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
 			p.out64 = append(p.out64, make([]float64, o.size))
 		}
 	}
+	p.rows = planRows(p)
 	return p
 }
 
@@ -218,6 +220,7 @@ func (p *program) exec(mask []bool, mode int) {
 	defer running.Add(-1)
 	for i := range p.steps {
 		st := &p.steps[i]
+		p.rows.runBefore(p, i, mask, mode)
 		switch {
 		case st.n.op == opLeaf || st.n.op == opConst:
 			continue
@@ -228,6 +231,8 @@ func (p *program) exec(mask []bool, mode int) {
 			mode == runStatic && st.dyn,
 			mode == runDynamic && !st.dyn:
 			continue
+		case p.rows.runs(p, i, mask, mode):
+			continue // computed by its row segment
 		}
 		if p.f32 {
 			in := p.argBuf32[:len(st.args)]

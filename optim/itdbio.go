@@ -21,7 +21,14 @@ import (
 //
 // The forward pass and the sweep are unroll.Unroller (plain gradient
 // descent, no truncation), whose Batch hook draws the inner batches from the
-// run's stream in step order, so the sweep replays them.
+// run's stream in step order, so the sweep replays them. On a problem that
+// declares oracles at a fixed outer point (oracle.Capabilities.FixX, as
+// graph.Problem does), the steps on the whole data set (InnerBatch 0) use
+// them: the part of g that does not depend on y (a representation layer)
+// is evaluated once per iteration, and the sweep sums the mixed products
+// where it meets the rest and goes back through it once. The result
+// equals the per-step sweep's up to rounding and the oracle counts are
+// the same.
 //
 // Oracle calls per iteration: D GradG, 1 GradF, D MixedXY and D−1 HVPs;
 // memory (D+1)·DimY floats for the stored iterates. With InnerBatch > 0 each

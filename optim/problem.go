@@ -104,11 +104,19 @@ func (c *counter) MixedYX(dst, x, y, u []float64, batch []int) {
 }
 
 // Capabilities wraps the problem's declared optional oracles: each product
-// of the linearized HVP operator is counted and checked as HVP is, and the
-// dense matrices are checked (the methods count them in Calls.Dense).
+// of the linearized HVP operator is counted and checked as HVP is, the
+// dense matrices are checked (the methods count them in Calls.Dense), and
+// the oracles at a fixed outer point are counted and checked as the
+// oracles they stand for (fixedCounter).
 func (c *counter) Capabilities() oracle.Capabilities {
 	in := c.p.Capabilities()
 	out := oracle.Capabilities{CheckBatch: in.CheckBatch, Err: in.Err}
+	if in.FixX != nil {
+		out.FixX = func(x []float64, batch []int) oracle.FixedLower {
+			c.size("FixX", "x", x, c.dx, false)
+			return &fixedCounter{c: c, f: in.FixX(x, batch)}
+		}
+	}
 	if in.HVPAt != nil {
 		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
 			c.args("HVP", x, y)
@@ -131,6 +139,48 @@ func (c *counter) Capabilities() oracle.Capabilities {
 		}
 	}
 	return out
+}
+
+// fixedCounter counts and checks the oracles at a fixed outer point
+// (oracle.FixedLower) as the oracles they stand for: GradG as a GradG, HVP
+// as an HVP, and each AddMixedXY as one MixedXY, so that a run counts the
+// same calls whether its problem declares FixX or not. MixedXYSum only
+// completes the products added before it and counts nothing; its output is
+// checked as that of the last MixedXY.
+type fixedCounter struct {
+	c *counter
+	f oracle.FixedLower
+}
+
+func (f *fixedCounter) GradG(dx, dy, y []float64) {
+	c := f.c
+	c.calls.GradG++
+	c.size("GradG", "y", y, c.dy, false)
+	c.size("GradG", "dx", dx, c.dx, true)
+	c.size("GradG", "dy", dy, c.dy, true)
+	f.f.GradG(dx, dy, y)
+	c.vector("GradG", c.calls.GradG, dx)
+	c.vector("GradG", c.calls.GradG, dy)
+}
+
+func (f *fixedCounter) HVP(dst, y, v []float64) {
+	f.c.size("HVP", "y", y, f.c.dy, false)
+	f.c.hvp(func(dst, v []float64) { f.f.HVP(dst, y, v) }, dst, v)
+}
+
+func (f *fixedCounter) AddMixedXY(y, v []float64) {
+	c := f.c
+	c.calls.MixedXY++
+	c.size("MixedXY", "y", y, c.dy, false)
+	c.size("MixedXY", "v", v, c.dy, false)
+	f.f.AddMixedXY(y, v)
+}
+
+func (f *fixedCounter) MixedXYSum(dst []float64) {
+	c := f.c
+	c.size("MixedXY", "dst", dst, c.dx, false)
+	f.f.MixedXYSum(dst)
+	c.vector("MixedXY", c.calls.MixedXY, dst)
 }
 
 func (c *counter) args(oracle string, x, y []float64) {

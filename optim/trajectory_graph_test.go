@@ -28,17 +28,7 @@ func trajGraphCases(t *testing.T) []trajCase {
 	gq := compile(models.QuadraticSettings{DimX: 2, DimY: 3, Cond: 10, Rho: 0.1, Seed: 1})
 	gs := compile(models.QuadraticSettings{DimX: 2, DimY: 3, Cond: 5, Rho: 0.1, Seed: 2, LowerSamples: 40, UpperSamples: 30})
 	rnd := rand.New(rand.NewPCG(5, 5))
-	data := func(n int) models.Data {
-		d := models.Data{X: make([]float64, n*4), N: n, D: 4, Labels: make([]int, n)}
-		for i := range d.X {
-			d.X[i] = rnd.NormFloat64()
-		}
-		for i := range d.Labels {
-			d.Labels[i] = rnd.IntN(3)
-		}
-		return d
-	}
-	lm, err := models.LogisticRegression(data(60), data(40), 3, models.LogisticSettings{})
+	lm, err := models.LogisticRegression(normalClasses(rnd, 60, 4, 3), normalClasses(rnd, 40, 4, 3), 3, models.LogisticSettings{})
 	if err != nil {
 		t.Fatal(err)
 	}

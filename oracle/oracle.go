@@ -116,9 +116,11 @@ type Capabilities struct {
 	// x and the data alone (a representation layer) is done once, and
 	// mixed products are summed where that part's output meets the rest,
 	// so that a sum of T of them goes back through it once. It keeps
-	// copies of x and batch. Its GradG and HVP give the bits of GradG and
-	// HVP; a sum of mixed products equals the sum of MixedXY products up
-	// to rounding. package unroll's sweep uses it.
+	// copies of x and batch. Its GradG and HVP equal GradG and HVP up to
+	// rounding (graph.Problem: their bits, unless the data are large
+	// enough for its programs to run by blocks of rows), and a sum of
+	// mixed products equals the sum of MixedXY products up to rounding.
+	// package unroll's sweep uses it.
 	FixX func(x []float64, batch []int) FixedLower
 	// Err reports why the problem's oracles could not be evaluated, or
 	// nil. The oracles have no error return: a problem whose calls can
@@ -133,7 +135,10 @@ type Capabilities struct {
 // FixedLower is the lower level's oracles at the outer point and batch
 // they were fixed at (Capabilities.FixX), for many inner points y.
 // AddMixedXY adds ∇xy g(x, y)·v to a running sum of mixed products, and
-// MixedXYSum writes that sum (length DimX) to dst and starts a new one.
+// MixedXYSum writes that sum (length DimX) to dst and starts a new one. A
+// wrapper that counts calls counts GradG, HVP and each AddMixedXY as one
+// call of the oracle each stands for (Calls.GradG, HVP, MixedXY), and
+// MixedXYSum, which completes the products already added, as none.
 type FixedLower interface {
 	GradG(dx, dy, y []float64)
 	HVP(dst, y, v []float64)

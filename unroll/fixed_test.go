@@ -127,9 +127,10 @@ func classes(rng *rand.Rand, n, d, c int) models.Data {
 
 // sweepCases returns the models the sweep with fixed oracles is checked
 // on: logistic regression (the static part is exp(λ)), the
-// hyper-representation MLP with biases and a learned penalty, a CNN
-// backbone with batch normalization, manyReads, shifted, and the MLP and
-// manyReads with float32 data.
+// hyper-representation MLP with biases and a learned penalty, the MLP with
+// features wide enough for low-rank sums, a CNN backbone with batch
+// normalization, manyReads, shifted, and the MLP and manyReads with
+// float32 data.
 func sweepCases(t *testing.T) []sweepCase {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(12, 13))
@@ -163,6 +164,18 @@ func sweepCases(t *testing.T) []sweepCase {
 		add(map[bool]string{false: "MLP", true: "MLP float32"}[f32], p, 0.5)
 		add(map[bool]string{false: "many reads", true: "many reads float32"}[f32], manyReads(t, f32), 0.3)
 	}
+	// Features 16 wide read by a 3-class head: the adjoints at the
+	// features are kept as rank-3 factors (graph/mixedsum.go), multiplied
+	// out every two to three steps.
+	wide, err := models.MLP(classes(rng, 40, 6, 3), classes(rng, 20, 6, 3), 3, models.MLPSettings{Hidden: 16, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := wide.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("MLP 16 wide", pw, 0.5)
 	sup, qry := classes(rng, 4, 64, 2), classes(rng, 4, 64, 2)
 	for i := range sup.X {
 		sup.X[i], qry.X[i] = math.Abs(sup.X[i]), math.Abs(qry.X[i])

@@ -291,6 +291,64 @@ func TestMNISTDir(t *testing.T) {
 }
 
 // TestRunSamples: a sample budget stops within one iteration of it.
+// TestCountingFixX: a Counting declares the oracles at a fixed outer
+// point, and counts what they consume as the oracles they stand for —
+// GradG, HVP and each AddMixedXY the batch's size, MixedXYSum nothing, the
+// batch drawn once — with MixedXYSum giving the sum of MixedXY's values.
+func TestCountingFixX(t *testing.T) {
+	_, p := quadratic(t, 20)
+	c := NewCounting(p)
+	fix := c.Capabilities().FixX
+	if fix == nil {
+		t.Fatal("a graph problem's Counting lost FixX")
+	}
+	x, y, v := []float64{0.1, -0.2, 0.3}, []float64{1, 2, 3, 4, 5}, []float64{0.5, -1, 0, 2, 1}
+	b := []int{1, 2, 3, 7}
+	dy := make([]float64, 5)
+	fx := fix(x, b)
+	fx.GradG(nil, dy, y)
+	fx.HVP(dy, y, v)
+	fx.AddMixedXY(y, v)
+	fx.AddMixedXY(v, y)
+	sum := make([]float64, 3)
+	fx.MixedXYSum(sum)
+	if c.Samples() != 4*4 || c.Drawn() != 4 {
+		t.Errorf("Samples %d, Drawn %d; want 16 and 4", c.Samples(), c.Drawn())
+	}
+	want, m := make([]float64, 3), make([]float64, 3)
+	p.MixedXY(want, x, y, v, b)
+	p.MixedXY(m, x, v, y, b)
+	floats.Add(want, m)
+	if !floats.EqualApprox(sum, want, 1e-13) {
+		t.Errorf("sum of two mixed products %v, MixedXY's %v", sum, want)
+	}
+	// An ITD-BiO run counts the same samples with FixX as on the per-step
+	// path.
+	itd := optim.ITDBiO{Alpha: 0.1, D: 5, UpperBatch: 4, Outer: optim.SGD{LR: 0.01}}
+	counts := func(p oracle.Problem) (int64, int64) {
+		c := NewCounting(p)
+		s := optim.Settings{MaxIter: 3, EvalEvery: -1, Seed: 1}
+		if _, err := optim.Solve(c, make([]float64, 3), make([]float64, 5), &s, itd); err != nil {
+			t.Fatal(err)
+		}
+		return c.Samples(), c.Drawn()
+	}
+	s1, d1 := counts(p)
+	s2, d2 := counts(noFixX{p})
+	if s1 != s2 || d1 != d2 || s1 != 3*(5+4+5)*20+3*4 {
+		t.Errorf("ITD-BiO: Samples %d, Drawn %d with FixX; %d and %d per step; want %d samples", s1, d1, s2, d2, 3*(5+4+5)*20+3*4)
+	}
+}
+
+// noFixX hides a problem's oracles at a fixed outer point.
+type noFixX struct{ oracle.Problem }
+
+func (p noFixX) Capabilities() oracle.Capabilities {
+	c := p.Problem.Capabilities()
+	c.FixX = nil
+	return c
+}
+
 func TestRunSamples(t *testing.T) {
 	_, p := quadratic(t, 50)
 	c := NewCounting(p)

@@ -272,10 +272,16 @@ func (c *Counting) MixedYX(dst, x, y, u []float64, batch []int) {
 
 // Capabilities declares the wrapped problem's optional oracles, each
 // counting what it consumes: a product of the linearized HVP operator as
-// an HVP, a dense matrix as the products it stands for.
+// an HVP, a dense matrix as the products it stands for, and the oracles at
+// a fixed outer point as those they stand for (countingFixed).
 func (c *Counting) Capabilities() oracle.Capabilities {
 	in := c.Problem.Capabilities()
 	out := oracle.Capabilities{CheckBatch: in.CheckBatch, Err: in.Err}
+	if in.FixX != nil {
+		out.FixX = func(x []float64, batch []int) oracle.FixedLower {
+			return &countingFixed{c: c, f: in.FixX(x, batch), batch: batch}
+		}
+	}
 	if in.HVPAt != nil {
 		out.HVPAt = func(x, y []float64, batch []int) func(dst, v []float64) {
 			op := in.HVPAt(x, y, batch)
@@ -299,6 +305,32 @@ func (c *Counting) Capabilities() oracle.Capabilities {
 	}
 	return out
 }
+
+// countingFixed counts what the oracles at a fixed outer point
+// (oracle.FixedLower) consume, as the oracles they stand for on the batch
+// they were fixed at: GradG, HVP and each AddMixedXY add the batch's size
+// to Samples, as GradG, HVP and MixedXY on that batch do (each still
+// evaluates the part of g that depends on y on every sample), and the
+// batch is drawn once however many calls use it, as a batch passed to
+// several oracles is. Fixing x and MixedXYSum add nothing: the first is
+// the shared part of the calls it serves, the second completes the mixed
+// products added before it. A run therefore counts the same samples
+// whether its problem declares FixX or not.
+type countingFixed struct {
+	c     *Counting
+	f     oracle.FixedLower
+	batch []int // the caller's slice, whose address identifies the draw
+}
+
+func (f *countingFixed) count() { f.c.add(f.batch, f.c.NumLower(), 1) }
+
+func (f *countingFixed) GradG(dx, dy, y []float64) { f.count(); f.f.GradG(dx, dy, y) }
+
+func (f *countingFixed) HVP(dst, y, v []float64) { f.count(); f.f.HVP(dst, y, v) }
+
+func (f *countingFixed) AddMixedXY(y, v []float64) { f.count(); f.f.AddMixedXY(y, v) }
+
+func (f *countingFixed) MixedXYSum(dst []float64) { f.f.MixedXYSum(dst) }
 
 // Describe is a short description of a run's outcome for progress lines.
 func (t *Trace) Describe() string {
