@@ -202,6 +202,24 @@ func TestFloat32(t *testing.T) {
 	}
 }
 
+// TestFloat32RowBlocks runs the float32 scenario with row blocks planned
+// wherever they apply (rowblock.go): the float64 problem's programs run
+// by blocks, the float32 problem's unblocked (row blocks run float64
+// kernels), and the two still agree to float32 rounding.
+func TestFloat32RowBlocks(t *testing.T) {
+	defer func(b, m int) { blockBytes, blockMinBytes = b, m }(blockBytes, blockMinBytes)
+	blockBytes, blockMinBytes = 1<<12, 0
+	p32, _, _, worst := float32Scenario(t, func(o *Objective) { o.Float32 = true }, 1e-5)
+	for _, w := range p32.worlds {
+		for kind, pr := range w.progs {
+			if pr.rows != nil {
+				t.Errorf("float32 program %d planned row blocks", kind)
+			}
+		}
+	}
+	t.Logf("largest relative difference from float64 by row blocks: %.2e", worst)
+}
+
 // float32Scenario compiles mixedObjective with set applied to it (data in
 // float32) and the same objective in float64 on the rounded data, and
 // compares the two oracle by oracle to tol relative, on all samples and

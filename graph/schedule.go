@@ -101,7 +101,9 @@ func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
 			p.out64 = append(p.out64, make([]float64, o.size))
 		}
 	}
-	p.rows = planRows(p)
+	if !f32 { // row blocks (rowblock.go) run float64 kernels
+		p.rows = planRows(p)
+	}
 	return p
 }
 
