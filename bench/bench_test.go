@@ -123,8 +123,8 @@ func TestSmallRows(t *testing.T) {
 			r[k] = v
 		}
 	}
-	// Float32 data change the oracles by the rounding of the data only
-	// (∇_λW g·v does not read the data).
+	// Computing in float32 changes the oracles by float32 rounding only:
+	// 100 units of 2⁻²⁴ (6.0e-6) relative to the largest element.
 	for _, k := range []string{"grad", "hvp", "mixed"} {
 		a, b := r[k], r["f32-"+k]
 		var diff, norm float64
@@ -132,8 +132,10 @@ func TestSmallRows(t *testing.T) {
 			diff = max(diff, math.Abs(a[i]-b[i]))
 			norm = max(norm, math.Abs(a[i]))
 		}
-		if e := diff / norm; k == "mixed" && e != 0 || k != "mixed" && (e == 0 || e > 1e-5) {
-			t.Errorf("%s: float32 data move it by %.1e relative", k, e)
+		if e := diff / norm; e == 0 || e > 100.0/(1<<24) {
+			t.Errorf("%s: float32 moves it by %.1e relative", k, e)
+		} else {
+			t.Logf("%s: float32 moves it by %.1e relative", k, e)
 		}
 	}
 }
@@ -148,8 +150,10 @@ var (
 // tasks have the declared shapes.
 func TestMetaSetup(t *testing.T) {
 	for _, m := range []meta.Gradient{meta.ITD, meta.AID} {
-		if _, err := NewMetaLearner(m); err != nil {
-			t.Fatal(err)
+		for _, f32 := range []bool{false, true} {
+			if _, err := NewMetaLearner(m, f32); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	s := MetaSpec

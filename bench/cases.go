@@ -86,13 +86,16 @@ type Instance struct {
 	Spec
 	Arrays
 	P *graph.Problem
-	// F32 is set when the problem holds its data in float32
-	// (graph.Objective.Float32Data): the rows named spec/f32/….
-	F32 bool
+	// F32 is set when the problem computes in float32
+	// (graph.Objective.Float32): the rows named spec/f32/…. Data32 is then
+	// the same problem with its data in float32 and float64 arithmetic
+	// (graph.Objective.Float32Data), for the row spec/f32d/grad.
+	F32    bool
+	Data32 *graph.Problem
 }
 
-// NewInstance generates s's data and compiles its problem, with the data
-// in float32 when f32 is set.
+// NewInstance generates s's data and compiles its problem, computed in
+// float32 when f32 is set.
 func NewInstance(s Spec, f32 bool) (*Instance, error) {
 	a := s.Arrays()
 	train := models.Data{X: a.X, N: s.N, D: s.D, Labels: a.Labels}
@@ -111,7 +114,7 @@ func NewInstance(s Spec, f32 bool) (*Instance, error) {
 		}
 		obj = &m.Objective
 	}
-	obj.Float32Data = f32
+	obj.Float32 = f32
 	p, err := graph.Compile(*obj)
 	if err != nil {
 		return nil, err
@@ -119,7 +122,14 @@ func NewInstance(s Spec, f32 bool) (*Instance, error) {
 	if p.DimX() != len(a.Outer) || p.DimY() != len(a.Inner) {
 		return nil, fmt.Errorf("bench: %s compiled with d_x = %d, d_y = %d", s.Name, p.DimX(), p.DimY())
 	}
-	return &Instance{Spec: s, Arrays: a, P: p, F32: f32}, nil
+	in := &Instance{Spec: s, Arrays: a, P: p, F32: f32}
+	if f32 {
+		obj.Float32, obj.Float32Data = false, true
+		if in.Data32, err = graph.Compile(*obj); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
 }
 
 // linearized serves the Hessian and mixed products of oracle.Implicit from
@@ -194,9 +204,10 @@ func (in *Instance) prefix() string {
 	return in.Name + "/f64/"
 }
 
-// Cases returns the rows of in: with float32 data, the four oracle rows.
-// The programs every row uses are compiled here, so a row's first call
-// does no compilation.
+// Cases returns the rows of in: in float32, the four oracle rows and the
+// gradient with float32 data and float64 arithmetic (spec/f32d/grad). The
+// programs every row uses are compiled here, so a row's first call does
+// no compilation.
 func (in *Instance) Cases() []Case {
 	dy, dx := make([]float64, in.P.DimY()), make([]float64, in.P.DimX())
 	lin := in.P.Linearize(in.Outer, in.Inner, nil)
@@ -215,7 +226,9 @@ func (in *Instance) Cases() []Case {
 		{Name: pre + "hvp-fixed", Op: nop(func() { lin.HVP(dy, in.V) })},
 	}
 	if in.F32 {
-		return cs
+		data32 := func() { in.Data32.GradG(nil, dy, in.Outer, in.Inner, nil) }
+		data32()
+		return append(cs, Case{Name: in.Name + "/f32d/grad", Op: nop(data32)})
 	}
 	cgSteps := []int{10}
 	if in.Spec == Small {
@@ -240,8 +253,8 @@ func (in *Instance) Cases() []Case {
 }
 
 // Results returns the vectors torch_ref.py writes for the cross-check:
-// grad, hvp, mixed, aid-cg10 (the hypergradient) and itd-t10; with float32
-// data, f32-grad, f32-hvp and f32-mixed.
+// grad, hvp, mixed, aid-cg10 (the hypergradient) and itd-t10; in float32,
+// f32-grad, f32-hvp and f32-mixed.
 func (in *Instance) Results() (map[string][]float64, error) {
 	r := map[string][]float64{}
 	dy := func() []float64 { return make([]float64, in.P.DimY()) }

@@ -66,11 +66,12 @@ func MetaParams() []float64 {
 	return phi
 }
 
-// NewMetaLearner returns a learner of method at MetaParams.
-func NewMetaLearner(method meta.Gradient) (*meta.Learner, error) {
+// NewMetaLearner returns a learner of method at MetaParams, computing in
+// float32 (meta.Settings.Float32) when f32 is set.
+func NewMetaLearner(method meta.Gradient, f32 bool) (*meta.Learner, error) {
 	s := MetaSpec
 	l, err := meta.NewLearner(meta.Settings{Gradient: method, Steps: s.Steps, Alpha: s.Alpha, CGSteps: s.CGSteps, TaskBatch: s.Tasks,
-		Outer: optim.Adam{LR: s.LR}},
+		Outer: optim.Adam{LR: s.LR}, Float32: f32},
 		models.CNNSettings{Side: s.Side, Blocks: 4, Filters: 32, Lambda: s.Lambda, Eps: s.Eps}, s.Ways)
 	if err != nil {
 		return nil, err
@@ -87,43 +88,52 @@ func NewMetaLearner(method meta.Gradient) (*meta.Learner, error) {
 	return l, nil
 }
 
+// metaMethods are the methods of the meta-learning rows.
+var metaMethods = []struct {
+	name   string
+	method meta.Gradient
+}{{"itd-bio", meta.ITD}, {"aid-bio", meta.AID}}
+
 // MetaCases returns the meta-learning rows: one Learner.Step (meta-gradient
-// over the tasks and an Adam step) by ITD-BiO and by AID-BiO. A learner's
-// first step compiles its programs (the warm-up call of BenchmarkRows).
+// over the tasks and an Adam step) by ITD-BiO and by AID-BiO, in float64
+// and in float32. A learner's first step compiles its programs (the
+// warm-up call of BenchmarkRows).
 func MetaCases() ([]Case, error) {
 	tasks := MetaTasks()
 	var cs []Case
-	for _, m := range []struct {
-		name   string
-		method meta.Gradient
-	}{{"itd-bio", meta.ITD}, {"aid-bio", meta.AID}} {
-		l, err := NewMetaLearner(m.method)
-		if err != nil {
-			return nil, err
+	for _, prec := range []string{"f64", "f32"} {
+		for _, m := range metaMethods {
+			l, err := NewMetaLearner(m.method, prec == "f32")
+			if err != nil {
+				return nil, err
+			}
+			cs = append(cs, Case{Name: "meta/" + prec + "/" + m.name, Op: func() error {
+				_, err := l.Step(tasks)
+				return err
+			}})
 		}
-		cs = append(cs, Case{Name: "meta/f64/" + m.name, Op: func() error {
-			_, err := l.Step(tasks)
-			return err
-		}})
 	}
 	return cs, nil
 }
 
 // MetaResults returns the meta-gradients at MetaParams (before any Adam
-// step), itd-bio and aid-bio, for the cross-check.
+// step), itd-bio and aid-bio, and in float32 f32-itd-bio and f32-aid-bio,
+// for the cross-check.
 func MetaResults() (map[string][]float64, error) {
 	tasks := MetaTasks()
 	r := map[string][]float64{}
-	for name, m := range map[string]meta.Gradient{"itd-bio": meta.ITD, "aid-bio": meta.AID} {
-		l, err := NewMetaLearner(m)
-		if err != nil {
-			return nil, err
+	for _, prec := range []string{"", "f32-"} {
+		for _, m := range metaMethods {
+			l, err := NewMetaLearner(m.method, prec != "")
+			if err != nil {
+				return nil, err
+			}
+			g := make([]float64, l.DimX())
+			if _, err := l.MetaGradient(g, tasks); err != nil {
+				return nil, err
+			}
+			r[prec+m.name] = g
 		}
-		g := make([]float64, l.DimX())
-		if _, err := l.MetaGradient(g, tasks); err != nil {
-			return nil, err
-		}
-		r[name] = g
 	}
 	return r, nil
 }

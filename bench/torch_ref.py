@@ -397,6 +397,7 @@ def write_check(spec, out):
     float64 (the float32 rows' results widened)."""
     if spec == "meta":
         vs = {m: Meta(m, torch.float64).meta_grad() for m in ("itd-bio", "aid-bio")}
+        vs.update({"f32-" + m: Meta(m, torch.float32).meta_grad() for m in ("itd-bio", "aid-bio")})
     else:
         p = problem(spec, torch.float64)
         vs = {"grad": p.grad(), "hvp": p.hvp(), "mixed": p.mixed(), "aid-cg10": p.aid(10), "itd-t10": p.itd(10)}

@@ -29,9 +29,7 @@ func init() {
 			checkBN(n.args[0], n.args[1], n.args[2])
 			return cloneInts(n.args[0].shape)
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			bnForward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
-		},
+		f64: bnForwardKernel[float64], f32: bnForwardKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormVJP(n, k, g) },
 	})
 	opBatchNormGrad = define(opDef{name: "batchnormgrad", arity: 3, // the adjoint of opBatchNorm(args[1], args[2], ·) w.r.t. its input, for the output adjoint args[0]
@@ -43,9 +41,7 @@ func init() {
 			}
 			return cloneInts(z.shape)
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			bnBackward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
-		},
+		f64: bnBackwardKernel[float64], f32: bnBackwardKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node { return b.batchNormGradVJP(n, k, g) },
 	})
 	recognize("batchNormOp", importRule{doc: "graph.BatchNorm",
@@ -196,23 +192,41 @@ func (b *builder) batchNormGradVJP(n *node, k int, w *node) *node {
 	return b.mul(full(coef), sum)
 }
 
+func bnForwardKernel[T float](n *node, out []T, in [][]T) {
+	bnForward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+}
+
+func bnBackwardKernel[T float](n *node, out []T, in [][]T) {
+	bnBackward(out, in[0], in[1], in[2], n.shape[0], n.shape[1], n.eps)
+}
+
 // bnStats sets mean[j] to the mean of column j of z (n×c) and inv[j] to
-// 1/√(σ²_j + ε), σ²_j its biased variance.
-func bnStats(mean, inv, z []float64, n, c int, eps float64) {
+// 1/√(σ²_j + ε), σ²_j its biased variance. The statistics are float64 in
+// either precision, and so is the arithmetic of bnForward and bnBackward
+// per element (their results are rounded to T). The column sums take four
+// rows at a time, each column's terms still added one by one in row
+// order, with the partial sum in a register (addRows).
+func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
+	mean, inv = mean[:c], inv[:c]
 	clear(mean)
 	clear(inv)
-	for r := 0; r < n; r++ {
-		for j, v := range z[r*c : (r+1)*c] {
-			mean[j] += v
-		}
-	}
+	addRows(mean, z[:n*c], n)
 	s := 1 / float64(n)
 	for j := range mean {
 		mean[j] *= s
 	}
-	for r := 0; r < n; r++ {
-		for j, v := range z[r*c : (r+1)*c] {
-			d := v - mean[j]
+	r := 0
+	for ; r+4 <= n; r += 4 {
+		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
+		for j, m := range mean {
+			d0, d1, d2, d3 := float64(z0[j])-m, float64(z1[j])-m, float64(z2[j])-m, float64(z3[j])-m
+			inv[j] = inv[j] + d0*d0 + d1*d1 + d2*d2 + d3*d3
+		}
+	}
+	for ; r < n; r++ {
+		zr := z[r*c:][:c]
+		for j, m := range mean {
+			d := float64(zr[j]) - m
 			inv[j] += d * d
 		}
 	}
@@ -222,48 +236,58 @@ func bnStats(mean, inv, z []float64, n, c int, eps float64) {
 }
 
 // bnForward sets out = (z − μ)·γ/σ + β, column by column, for z (n×c).
-func bnForward(out, z, gamma, beta []float64, n, c int, eps float64) {
-	st := getScratch(3 * c)
+func bnForward[T float](out, z, gamma, beta []T, n, c int, eps float64) {
+	st := getScratch(4 * c)
 	defer putScratch(st)
-	mean, inv, k := (*st)[:c], (*st)[c:2*c], (*st)[2*c:]
+	mean, inv, k, b := (*st)[:c], (*st)[c:2*c], (*st)[2*c:3*c], (*st)[3*c:]
 	bnStats(mean, inv, z, n, c, eps)
 	for j := range k {
-		k[j] = gamma[j] * inv[j]
+		k[j], b[j] = float64(gamma[j])*inv[j], float64(beta[j])
 	}
 	for r := 0; r < n; r++ {
-		o := out[r*c : (r+1)*c]
-		for j, v := range z[r*c : (r+1)*c] {
-			o[j] = (v-mean[j])*k[j] + beta[j]
+		o, zr := out[r*c:][:c], z[r*c:][:c]
+		for j, m := range mean {
+			o[j] = T((float64(zr[j])-m)*k[j] + b[j])
 		}
 	}
 }
 
 // bnBackward sets out to the adjoint of bnForward's input for the adjoint
 // g of its output (see the file comment).
-func bnBackward(out, g, z, gamma []float64, n, c int, eps float64) {
+func bnBackward[T float](out, g, z, gamma []T, n, c int, eps float64) {
 	st := getScratch(5 * c)
 	defer putScratch(st)
 	mean, inv, sg, sgx, k := (*st)[:c], (*st)[c:2*c], (*st)[2*c:3*c], (*st)[3*c:4*c], (*st)[4*c:]
 	bnStats(mean, inv, z, n, c, eps)
 	clear(sg)
 	clear(sgx)
-	for r := 0; r < n; r++ {
-		zr := z[r*c : (r+1)*c]
-		for j, v := range g[r*c : (r+1)*c] {
+	r := 0
+	for ; r+2 <= n; r += 2 {
+		z0, z1, g0, g1 := z[r*c:][:c], z[(r+1)*c:][:c], g[r*c:][:c], g[(r+1)*c:][:c]
+		for j, m := range mean {
+			v0, v1 := float64(g0[j]), float64(g1[j])
+			sg[j] = sg[j] + v0 + v1
+			sgx[j] = sgx[j] + v0*(float64(z0[j])-m)*inv[j] + v1*(float64(z1[j])-m)*inv[j]
+		}
+	}
+	for ; r < n; r++ {
+		zr, gr := z[r*c:][:c], g[r*c:][:c]
+		for j, m := range mean {
+			v := float64(gr[j])
 			sg[j] += v
-			sgx[j] += v * (zr[j] - mean[j]) * inv[j]
+			sgx[j] += v * (float64(zr[j]) - m) * inv[j]
 		}
 	}
 	s := 1 / float64(n)
 	for j := range k {
-		k[j] = gamma[j] * inv[j]
+		k[j] = float64(gamma[j]) * inv[j]
 		sg[j] *= s
 		sgx[j] *= s
 	}
 	for r := 0; r < n; r++ {
-		o, zr := out[r*c:(r+1)*c], z[r*c:(r+1)*c]
-		for j, v := range g[r*c : (r+1)*c] {
-			o[j] = k[j] * (v - sg[j] - (zr[j]-mean[j])*inv[j]*sgx[j])
+		o, zr, gr := out[r*c:][:c], z[r*c:][:c], g[r*c:][:c]
+		for j, m := range mean {
+			o[j] = T(k[j] * (float64(gr[j]) - sg[j] - (float64(zr[j])-m)*inv[j]*sgx[j]))
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestBatchNormMatchesPrimitives(t *testing.T) {
 		d := b.grad(out, []*node{z, ga})
 		dir := b.add2(b.sumAll(b.mul(d[0], b.constant([]int{n, c}, vz))), b.sumAll(b.mul(d[1], b.constant([]int{c}, vg))))
 		h := b.grad(dir, []*node{z, ga})
-		pr := compile([]*node{out, d[0], d[1], h[0], h[1]}, nil)
+		pr := compile([]*node{out, d[0], d[1], h[0], h[1]}, nil, false)
 		pr.bind(z, zv)
 		pr.bind(ga, gam)
 		pr.run()

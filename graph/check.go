@@ -39,9 +39,26 @@ type CheckReport struct {
 	// rounding (Translation is then +Inf).
 	Translation    float64
 	TranslationErr error
+	// Float32 and Translation32 are set for a problem computed in float32
+	// (Objective.Float32), whose other fields are those of the same
+	// objective computed in float64 on the same (float32) data — finite
+	// differences of float32 values would measure their rounding, not the
+	// derivatives. Float32 is the largest difference of a float32 oracle
+	// (f, g, both gradients, the three products, the linearized products)
+	// from the float64 one at the same point and vectors,
+	// ‖o32 − o64‖ / max(‖o64‖, 1); Translation32 the largest difference of
+	// a node's float32 value from gorgonia's, relative to the node's
+	// largest magnitude (TranslationErr holds the error when a node is
+	// beyond float32 rounding). Both are float32 rounding: about 1e-7 to
+	// 1e-5 on well-scaled models, more where the model amplifies rounding
+	// (a sum that cancels, a softmax near saturation); graph/'s own tests
+	// allow 1e-4 and 1e-4 (verifyTol32).
+	Float32, Translation32 float64
 }
 
-// Max returns the largest error of the report.
+// Max returns the largest error of the float64 checks: the finite
+// differences, the linearization and the translation. (A float32
+// problem's Float32 and Translation32 have a tolerance of their own.)
 func (r CheckReport) Max() float64 {
 	return max(r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized, r.Translation)
 }
@@ -50,6 +67,9 @@ func (r CheckReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "∇x f %.1e, ∇y f %.1e, ∇x g %.1e, ∇y g %.1e, ∇yy g·v %.1e, ∇xy g·v %.1e, ∇yx g·u %.1e, linearized %.1e, translation %.1e",
 		r.GradXF, r.GradYF, r.GradXG, r.GradYG, r.HVP, r.MixedXY, r.MixedYX, r.Linearized, r.Translation)
+	if r.Float32 != 0 || r.Translation32 != 0 {
+		fmt.Fprintf(&b, "; float32 against float64 %.1e, float32 translation %.1e", r.Float32, r.Translation32)
+	}
 	if r.TranslationErr != nil {
 		fmt.Fprintf(&b, " (%v)", r.TranslationErr)
 	}
@@ -62,7 +82,87 @@ func (r CheckReport) String() string {
 // directions. It also compares the value of every node of the user's
 // graph with gorgonia's own forward pass at (x, y), as Compile does at the
 // declared values. It is the gradient checker to run on a new model.
+//
+// For a problem computed in float32 (Objective.Float32), the finite
+// differences are those of the same objective computed in float64 on the
+// same data, and each float32 oracle is compared with that one (see
+// CheckReport's Float32).
 func Check(p *Problem, x, y []float64, s *CheckSettings) CheckReport {
+	var r CheckReport
+	if p.f32 {
+		q := p.float64Twin()
+		r = check(q, x, y, s)
+		r.Float32 = compareOracles(p, q, x, y, s)
+	} else {
+		r = check(p, x, y, s)
+	}
+	v, err := p.verify(x, y, [2][]int{batchOf(s, false), batchOf(s, true)})
+	r.Translation, r.Translation32, r.TranslationErr = v.worst, v.worst32, err
+	if err != nil {
+		r.Translation = math.Inf(1)
+	}
+	return r
+}
+
+// batchOf returns the upper or lower batch of s (nil when s is).
+func batchOf(s *CheckSettings, upper bool) []int {
+	switch {
+	case s == nil:
+		return nil
+	case upper:
+		return s.UpperBatch
+	}
+	return s.LowerBatch
+}
+
+// float64Twin returns p computed in float64: the same objectives, data,
+// mode and seed, with programs of its own (the data stay in float32, read
+// as Objective.Float32Data reads them).
+func (p *Problem) float64Twin() *Problem {
+	q := *p
+	q.f32, q.worlds, q.stats = false, map[worldKey]*world{}, Stats{}
+	return &q
+}
+
+// compareOracles returns the largest relative difference of p's oracles
+// from q's at (x, y), on s's batches, with the random vectors of check.
+func compareOracles(p, q *Problem, x, y []float64, s *CheckSettings) float64 {
+	seed, lb, ub := uint64(1), batchOf(s, false), batchOf(s, true)
+	if s != nil && s.Seed != 0 {
+		seed = s.Seed
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	dx, dy := p.DimX(), p.DimY()
+	v, u := randVec(rng, dy), randVec(rng, dx)
+	worst := 0.0
+	for _, o := range []struct {
+		n int
+		f func(p *Problem, dst []float64)
+	}{
+		{1, func(p *Problem, dst []float64) { dst[0] = p.F(x, y, ub) }},
+		{1, func(p *Problem, dst []float64) { dst[0] = p.G(x, y, lb) }},
+		{dx + dy, func(p *Problem, dst []float64) { p.GradF(dst[:dx], dst[dx:], x, y, ub) }},
+		{dx + dy, func(p *Problem, dst []float64) { p.GradG(dst[:dx], dst[dx:], x, y, lb) }},
+		{dy, func(p *Problem, dst []float64) { p.HVP(dst, x, y, v, lb) }},
+		{dx, func(p *Problem, dst []float64) { p.MixedXY(dst, x, y, v, lb) }},
+		{dy, func(p *Problem, dst []float64) { p.MixedYX(dst, x, y, u, lb) }},
+		{dy + dx, func(p *Problem, dst []float64) {
+			l := p.Linearize(x, y, lb)
+			l.HVP(dst[:dy], v)
+			l.MixedXY(dst[dy:], v)
+		}},
+	} {
+		a, b := make([]float64, o.n), make([]float64, o.n)
+		o.f(p, a)
+		o.f(q, b)
+		worst = max(worst, relErr(a, b))
+	}
+	return worst
+}
+
+// check is Check's comparison with finite differences, for a problem
+// computed in float64.
+func check(p *Problem, x, y []float64, s *CheckSettings) CheckReport {
 	if s == nil {
 		s = &CheckSettings{}
 	}
@@ -133,10 +233,6 @@ func Check(p *Problem, x, y []float64, s *CheckSettings) CheckReport {
 	l.MixedXY(linX, v)
 	p.MixedXY(gotX, x, y, v, lb)
 	r.Linearized = max(r.Linearized, relErr(linX, gotX))
-	r.Translation, r.TranslationErr = p.verify(x, y, [2][]int{lb, ub})
-	if r.TranslationErr != nil {
-		r.Translation = math.Inf(1)
-	}
 	return r
 }
 

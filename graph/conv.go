@@ -12,13 +12,11 @@ var opIm2Col, opCol2Im opKind // ints: kh, kw, padH, padW, strideH, strideW, dil
 
 func init() {
 	opIm2Col = define(opDef{name: "im2col", arity: 1, shape: im2colShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			im2colInto(out, in[0], n.args[0].shape, convFrom(n.ints))
-		},
+		f64: im2colKernel[float64], f32: im2colKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node { return b.col2im(g, n.args[0].shape, convFrom(n.ints)) },
 	})
 	opCol2Im = define(opDef{name: "col2im", arity: 1, shape: func(n *node) []int { return n.shape }, // the image's shape
-		f64: func(n *node, out []float64, in [][]float64) { col2imInto(out, in[0], n.shape, convFrom(n.ints)) },
+		f64: col2imKernel[float64], f32: col2imKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node { return b.im2col(g, convFrom(n.ints)) },
 	})
 	reject("yoloOp", "YOLOv3's loss is not differentiable twice; compute detection losses outside graph/")
@@ -71,9 +69,17 @@ func (b *builder) col2im(g *node, image []int, p convParams) *node {
 	return b.add(&node{op: opCol2Im, args: []*node{g}, shape: cloneInts(image), ints: p.ints()})
 }
 
+func im2colKernel[T float](n *node, out []T, in [][]T) {
+	im2colInto(out, in[0], n.args[0].shape, convFrom(n.ints))
+}
+
+func col2imKernel[T float](n *node, out []T, in [][]T) {
+	col2imInto(out, in[0], n.shape, convFrom(n.ints))
+}
+
 // im2colInto writes the patches of im (batch, channels, h, w) into col
 // (batch, outH, outW, channels·kh·kw).
-func im2colInto(col, im []float64, shape []int, p convParams) {
+func im2colInto[T float](col, im []T, shape []int, p convParams) {
 	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	if p.dH == 1 && p.dW == 1 {
@@ -113,10 +119,10 @@ func im2colInto(col, im []float64, shape []int, p convParams) {
 // im2colPadded is im2colInto without dilation: each image is copied once
 // into a zero-padded plane per channel, so that every row of every patch is
 // a run of a padded row, copied without a bounds test per element.
-func im2colPadded(col, im []float64, nb, ch, h, w, oh, ow int, p convParams) {
+func im2colPadded[T float](col, im []T, nb, ch, h, w, oh, ow int, p convParams) {
 	ph, pw := h+2*p.padH, w+2*p.padW
-	buf := getScratch(ch * ph * pw)
-	defer putScratch(buf)
+	buf := getBuf[T](ch * ph * pw)
+	defer putBuf(buf)
 	pad := *buf
 	clear(pad)
 	c := 0
@@ -150,7 +156,18 @@ func im2colPadded(col, im []float64, nb, ch, h, w, oh, ow int, p convParams) {
 
 // col2imInto is the adjoint of im2colInto: it sums patch entries back into
 // their image positions.
-func col2imInto(im, col []float64, shape []int, p convParams) {
+func col2imInto[T float](im, col []T, shape []int, p convParams) {
+	if p.dH == 1 && p.dW == 1 {
+		nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
+		oh, ow := p.outHW(h, w)
+		col2imPadded(im, col, nb, ch, h, w, oh, ow, p)
+		return
+	}
+	col2imBounded(im, col, shape, p)
+}
+
+// col2imBounded is col2imInto with a bounds test for every element.
+func col2imBounded[T float](im, col []T, shape []int, p convParams) {
 	nb, ch, h, w := shape[0], shape[1], shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	clear(im)
@@ -176,6 +193,47 @@ func col2imInto(im, col []float64, shape []int, p convParams) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// col2imPadded is col2imInto without dilation: each image's patches are
+// summed into a zero-padded plane per channel, without a bounds test per
+// element, and the planes' interiors copied out. Every image position
+// receives the same terms in the same order as in col2imBounded.
+func col2imPadded[T float](im, col []T, nb, ch, h, w, oh, ow int, p convParams) {
+	ph, pw := h+2*p.padH, w+2*p.padW
+	buf := getBuf[T](ch * ph * pw)
+	defer putBuf(buf)
+	pad := *buf
+	c := 0
+	for b := 0; b < nb; b++ {
+		clear(pad)
+		for or := 0; or < oh; or++ {
+			for oc := 0; oc < ow; oc++ {
+				base := or*p.sH*pw + oc*p.sW
+				for k := 0; k < ch; k++ {
+					plane := pad[k*ph*pw:]
+					for kr := 0; kr < p.kh; kr++ {
+						dst := plane[base+kr*pw : base+kr*pw+p.kw]
+						src := col[c : c+p.kw]
+						c += p.kw
+						if len(src) == 3 && len(dst) == 3 { // the common 3×3
+							dst[0], dst[1], dst[2] = dst[0]+src[0], dst[1]+src[1], dst[2]+src[2]
+							continue
+						}
+						for i, v := range src {
+							dst[i] += v
+						}
+					}
+				}
+			}
+		}
+		img := im[b*ch*h*w : (b+1)*ch*h*w]
+		for k := 0; k < ch; k++ {
+			for r := 0; r < h; r++ {
+				copy(img[(k*h+r)*w:(k*h+r+1)*w], pad[(k*ph+r+p.padH)*pw+p.padW:])
 			}
 		}
 	}

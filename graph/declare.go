@@ -41,7 +41,7 @@ func Compile(obj Objective) (*Problem, error) {
 		return nil, err
 	}
 	p := &Problem{src: src, fixed: map[*G.Node][]float64{}, worlds: map[worldKey]*world{},
-		seed: obj.RandomSeed, random: src.random(), training: true}
+		seed: obj.RandomSeed, random: src.random(), training: true, f32: obj.Float32}
 	if err := p.declare(obj); err != nil {
 		return nil, err
 	}
@@ -91,19 +91,23 @@ func (p *Problem) declare(obj Objective) error {
 	p.dimX, p.dimY = len(p.x0), len(p.y0)
 	p.outerNodes = append([]*G.Node{}, obj.Outer...)
 	p.innerNodes = append([]*G.Node{}, obj.Inner...)
+	f32 := obj.Float32Data || obj.Float32
 	var indices map[*G.Node]bool // data kept in float64 under Float32Data
-	if obj.Float32Data {
+	if f32 {
 		indices = p.src.gatherIndices()
 	}
 	for lv, spec := range [2]struct {
 		root *G.Node
 		data []*G.Node
 	}{{obj.Lower, obj.LowerData}, {obj.Upper, obj.UpperData}} {
-		l, err := readLevel(spec.root, spec.data, lv, r, obj.Float32Data, indices)
+		l, err := readLevel(spec.root, spec.data, lv, r, f32, indices)
 		if err != nil {
 			return err
 		}
 		if p.random {
+			if p.f32 && l.n > maxExact32 {
+				return fmt.Errorf("graph: the %s has %d samples; Objective.Float32 reads sample indices in float32, exact up to %d, and the objectives draw random numbers per sample", levelNames[lv], l.n, maxExact32)
+			}
 			l.full = append(l.full, array{f64: indexValues(l.n)})
 			l.rowLen = append(l.rowLen, 1)
 		}
@@ -114,7 +118,49 @@ func (p *Problem) declare(obj Objective) error {
 			return err
 		}
 	}
-	return p.snapshotConstants(obj, r)
+	if err := p.snapshotConstants(obj, r); err != nil {
+		return err
+	}
+	if p.f32 {
+		return p.checkIndices32(indices)
+	}
+	return nil
+}
+
+// maxExact32 is the largest integer below which every integer is a
+// float32.
+const maxExact32 = 1 << 24
+
+// checkIndices32 checks that the input nodes read as Gather indices hold
+// values exact in float32, in which a Float32 problem reads them.
+func (p *Problem) checkIndices32(indices map[*G.Node]bool) error {
+	for n := range indices {
+		if n.Op() != nil {
+			continue
+		}
+		vals, ok := p.fixed[n]
+		if !ok {
+			var err error
+			if vals, err = valueData(n); err != nil {
+				return err
+			}
+		}
+		if err := checkExact32(n, vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkExact32 returns an error naming the first of the index values vals
+// of n that float32 does not hold exactly.
+func checkExact32(n *G.Node, vals []float64) error {
+	for i, v := range vals {
+		if float64(float32(v)) != v {
+			return fmt.Errorf("graph: index %.17g at %s of %s is not exact in float32, in which Objective.Float32 reads indices (up to %d)", v, elementName(n.Name(), n.Shape(), i), nodeName(n), maxExact32)
+		}
+	}
+	return nil
 }
 
 // indexValues returns 0, 1, ..., n−1.

@@ -48,11 +48,13 @@ func one(b *builder) *node { return b.scalar(1) }
 
 // defineUnary defines the elementwise functions, each with its
 // derivative: the VJP is g times the function's derivative, written with
-// the IR's own operations.
+// the IR's own operations. Each function's loop is given in both
+// precisions: one generic loop instantiated twice, or the vector kernels
+// of float64 and float32.
 func defineUnary() {
 	unaryImports = map[string]func(b *builder, a *node) *node{}
-	unary := func(name, gorgonia string, loop func(out, x []float64), vjp func(b *builder, n, x, g *node) *node) opKind {
-		d := opDef{name: name, arity: 1, shape: sameAsArg, f64: unaryKernel(loop)}
+	unary := func(name, gorgonia string, loop func(out, x []float64), loop32 func(out, x []float32), vjp func(b *builder, n, x, g *node) *node) opKind {
+		d := opDef{name: name, arity: 1, shape: sameAsArg, f64: unaryKernel(loop), f32: unaryKernel(loop32)}
 		if vjp == nil {
 			d.constant = true
 		} else {
@@ -62,54 +64,58 @@ func defineUnary() {
 		unaryImports[gorgonia] = func(b *builder, a *node) *node { return b.unary(k, a) }
 		return k
 	}
-	each := func(f func(float64) float64) func(out, x []float64) {
-		return func(out, x []float64) {
-			for i, v := range x {
-				out[i] = f(v)
-			}
+	opNeg = unary("neg", "neg", negInto[float64], negInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, g) })
+	opExp = unary("exp", "exp", expInto, expInto32, func(b *builder, n, x, g *node) *node { return b.mul(g, n) })
+	opLog = unary("log", "ln", logInto, logInto32, func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, x) })
+	opLog1p = unary("log1p", "log1p", each[float64](math.Log1p), each[float32](math.Log1p),
+		func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, b.binary(opAdd, x, one(b))) })
+	opExpm1 = unary("expm1", "expm1", each[float64](math.Expm1), each[float32](math.Expm1),
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opAdd, n, one(b))) })
+	opSqrt = unary("sqrt", "sqrt", sqrtInto[float64], sqrtInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.binary(opDiv, b.scale(g, 0.5), n) })
+	opInvSqrt = unary("invsqrt", "invSqrt", invSqrtInto[float64], invSqrtInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, -0.5), b.unary(opCube, n)) })
+	opSquare = unary("square", "square", squareInto[float64], squareInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 2), x) })
+	opCube = unary("cube", "cube", cubeInto[float64], cubeInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 3), b.unary(opSquare, x)) })
+	opInverse = unary("inverse", "inv", inverseInto[float64], inverseInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSquare, n))) })
+	opSigmoid = unary("sigmoid", "sigmoid", sigmoidInto, sigmoidInto32,
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.mul(n, b.binary(opSub, one(b), n))) })
+	opTanh = unary("tanh", "tanh", tanhInto, tanhInto32,
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opSub, one(b), b.unary(opSquare, n))) })
+	opSoftplus = unary("softplus", "softplus", each[float64](softplus), each[float32](softplus),
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSigmoid, x)) })
+	opAbs = unary("abs", "abs", absInto[float64], absInto[float32],
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSign, x)) })
+	opSin = unary("sin", "sin", each[float64](math.Sin), each[float32](math.Sin),
+		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opCos, x)) })
+	opCos = unary("cos", "cos", each[float64](math.Cos), each[float32](math.Cos),
+		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSin, x))) })
+	opSign = unary("sign", "sign", each[float64](sign), each[float32](sign), nil)
+	opCeil = unary("ceil", "ceil", each[float64](math.Ceil), each[float32](math.Ceil), nil)
+	opFloor = unary("floor", "floor", each[float64](math.Floor), each[float32](math.Floor), nil)
+	unaryImports["log2"] = func(b *builder, a *node) *node { return b.scale(b.unary(opLog, a), 1/math.Ln2) }
+}
+
+// each returns the loop applying f to every element, in float64 and
+// rounded to T.
+func each[T float](f func(float64) float64) func(out, x []T) {
+	return func(out, x []T) {
+		for i, v := range x {
+			out[i] = T(f(float64(v)))
 		}
 	}
-	opNeg = unary("neg", "neg", negInto,
-		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, g) })
-	opExp = unary("exp", "exp", expInto, func(b *builder, n, x, g *node) *node { return b.mul(g, n) })
-	opLog = unary("log", "ln", logInto, func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, x) })
-	opLog1p = unary("log1p", "log1p", each(math.Log1p),
-		func(b *builder, n, x, g *node) *node { return b.binary(opDiv, g, b.binary(opAdd, x, one(b))) })
-	opExpm1 = unary("expm1", "expm1", each(math.Expm1),
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opAdd, n, one(b))) })
-	opSqrt = unary("sqrt", "sqrt", sqrtInto,
-		func(b *builder, n, x, g *node) *node { return b.binary(opDiv, b.scale(g, 0.5), n) })
-	opInvSqrt = unary("invsqrt", "invSqrt", invSqrtInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, -0.5), b.unary(opCube, n)) })
-	opSquare = unary("square", "square", squareInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 2), x) })
-	opCube = unary("cube", "cube", cubeInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(b.scale(g, 3), b.unary(opSquare, x)) })
-	opInverse = unary("inverse", "inv", inverseInto,
-		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSquare, n))) })
-	opSigmoid = unary("sigmoid", "sigmoid", sigmoidInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.mul(n, b.binary(opSub, one(b), n))) })
-	opTanh = unary("tanh", "tanh", tanhInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.binary(opSub, one(b), b.unary(opSquare, n))) })
-	opSoftplus = unary("softplus", "softplus", each(softplus),
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSigmoid, x)) })
-	opAbs = unary("abs", "abs", absInto,
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opSign, x)) })
-	opSin = unary("sin", "sin", each(math.Sin),
-		func(b *builder, n, x, g *node) *node { return b.mul(g, b.unary(opCos, x)) })
-	opCos = unary("cos", "cos", each(math.Cos),
-		func(b *builder, n, x, g *node) *node { return b.unary(opNeg, b.mul(g, b.unary(opSin, x))) })
-	opSign = unary("sign", "sign", each(sign), nil)
-	opCeil = unary("ceil", "ceil", each(math.Ceil), nil)
-	opFloor = unary("floor", "floor", each(math.Floor), nil)
-	unaryImports["log2"] = func(b *builder, a *node) *node { return b.scale(b.unary(opLog, a), 1/math.Ln2) }
 }
 
 // defineBinary defines the elementwise binary operations; the adjoint of a
 // broadcast operand is summed back to its shape (reduceTo).
 func defineBinary() {
 	binary := func(name string, elem func(x, y float64) float64, vjp func(b *builder, n *node, k int, g *node) *node) opKind {
-		return define(opDef{name: name, arity: 2, shape: binaryShape, f64: binaryKernel, elem: elem, vjp: vjp, constant: vjp == nil})
+		return define(opDef{name: name, arity: 2, shape: binaryShape, f64: binaryKernel[float64], f32: binaryKernel[float32],
+			elem: elem, vjp: vjp, constant: vjp == nil})
 	}
 	opAdd = binary("add", func(x, y float64) float64 { return x + y },
 		func(b *builder, n *node, k int, g *node) *node { return b.reduceTo(g, n.args[k].shape) })
@@ -227,55 +233,56 @@ func binOpSymbol(op G.Op) (string, bool) {
 
 // unaryKernel is the kernel of an elementwise unary operation computed by
 // loop, split across cores for large operands.
-func unaryKernel(loop func(out, x []float64)) kernel {
-	return func(n *node, out []float64, in [][]float64) {
+func unaryKernel[T float](loop func(out, x []T)) kernelOf[T] {
+	return func(n *node, out []T, in [][]T) {
 		x := in[0]
 		splitElems(len(out), 1, func(lo, hi int) { loop(out[lo:hi], x[lo:hi]) })
 	}
 }
 
 // The loops of the cheap unary operations, written out so that the
-// operation is inlined.
+// operation is inlined. The square roots are correctly rounded in float32
+// too: float64's square root, rounded, is float32's.
 
-func negInto(out, x []float64) {
+func negInto[T float](out, x []T) {
 	for i, v := range x {
 		out[i] = -v
 	}
 }
 
-func sqrtInto(out, x []float64) {
+func sqrtInto[T float](out, x []T) {
 	for i, v := range x {
-		out[i] = math.Sqrt(v)
+		out[i] = T(math.Sqrt(float64(v)))
 	}
 }
 
-func invSqrtInto(out, x []float64) {
+func invSqrtInto[T float](out, x []T) {
 	for i, v := range x {
-		out[i] = 1 / math.Sqrt(v)
+		out[i] = T(1 / math.Sqrt(float64(v)))
 	}
 }
 
-func squareInto(out, x []float64) {
+func squareInto[T float](out, x []T) {
 	for i, v := range x {
 		out[i] = v * v
 	}
 }
 
-func cubeInto(out, x []float64) {
+func cubeInto[T float](out, x []T) {
 	for i, v := range x {
 		out[i] = v * v * v
 	}
 }
 
-func inverseInto(out, x []float64) {
+func inverseInto[T float](out, x []T) {
 	for i, v := range x {
 		out[i] = 1 / v
 	}
 }
 
-func absInto(out, x []float64) {
+func absInto[T float](out, x []T) {
 	for i, v := range x {
-		out[i] = math.Abs(v)
+		out[i] = T(math.Abs(float64(v)))
 	}
 }
 
@@ -448,14 +455,15 @@ func (b *builder) scale(x *node, c float64) *node {
 }
 
 // binaryKernel is the kernel of every elementwise binary operation.
-func binaryKernel(n *node, out []float64, in [][]float64) {
+func binaryKernel[T float](n *node, out []T, in [][]T) {
 	evalBinaryParallel(n, out, in[0], in[1])
 }
 
-// binOp is the operation of n on one pair of elements.
-func binOp(n *node, a, b float64) float64 {
+// binOp is the operation of n on one pair of elements (computed in
+// float64 and rounded to T).
+func binOp[T float](n *node, a, b T) T {
 	if n.op != opCmp {
-		return n.op.def().elem(a, b)
+		return T(n.op.def().elem(float64(a), float64(b)))
 	}
 	var t bool
 	switch n.ints[0] {
@@ -478,7 +486,7 @@ func binOp(n *node, a, b float64) float64 {
 	return 0
 }
 
-func evalBinary(n *node, out, x, y []float64) {
+func evalBinary[T float](n *node, out, x, y []T) {
 	switch {
 	case len(x) == len(y):
 		evalSame(n, out, x, y)
@@ -487,11 +495,17 @@ func evalBinary(n *node, out, x, y []float64) {
 	case len(x) == 1:
 		evalScalarX(n, out, x[0], y)
 	case len(y) < len(x) && isRow(n.args[1].shape, n.shape): // y repeated
+		if evalRepeated(n.op, out, x, y) {
+			return
+		}
 		for r := 0; r < len(x); r += len(y) {
 			evalSame(n, out[r:r+len(y)], x[r:r+len(y)], y)
 		}
 	case len(y) < len(x): // each element of y over a block of x
 		l := len(x) / len(y)
+		if evalBlocks(n.op, out, x, y, l) {
+			return
+		}
 		for r, c := range y {
 			evalScalarY(n, out[r*l:(r+1)*l], x[r*l:(r+1)*l], c)
 		}
@@ -509,7 +523,7 @@ func evalBinary(n *node, out, x, y []float64) {
 
 // evalBinaryParallel is evalBinary split across cores for large outputs:
 // by elements, or by whole rows and columns when one operand repeats.
-func evalBinaryParallel(n *node, out, x, y []float64) {
+func evalBinaryParallel[T float](n *node, out, x, y []T) {
 	switch {
 	case len(out) < parallelElems:
 		evalBinary(n, out, x, y)
@@ -532,8 +546,90 @@ func evalBinaryParallel(n *node, out, x, y []float64) {
 	}
 }
 
+// evalBlocks evaluates, for the four arithmetic operations, x op y[r] on
+// each block r of l elements of x, the operation chosen once rather than
+// in a call per block (blocks are often short: a softmax's rows), and
+// reports whether op was one of them.
+func evalBlocks[T float](op opKind, out, x, y []T, l int) bool {
+	out, x = out[:len(y)*l], x[:len(y)*l]
+	switch op {
+	case opAdd:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v + c
+			}
+		}
+	case opSub:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v - c
+			}
+		}
+	case opMul:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v * c
+			}
+		}
+	case opDiv:
+		for r, c := range y {
+			o, xr := out[r*l:(r+1)*l], x[r*l:(r+1)*l]
+			for i, v := range xr {
+				o[i] = v / c
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// evalRepeated evaluates, for the four arithmetic operations, x op y on
+// each block of len(y) elements of x, the operation chosen once (see
+// evalBlocks), and reports whether op was one of them.
+func evalRepeated[T float](op opKind, out, x, y []T) bool {
+	l := len(y)
+	out = out[:len(x)]
+	switch op {
+	case opAdd:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] + v
+			}
+		}
+	case opSub:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] - v
+			}
+		}
+	case opMul:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] * v
+			}
+		}
+	case opDiv:
+		for r := 0; r+l <= len(x); r += l {
+			o, xr := out[r:r+l], x[r:r+l]
+			for i, v := range y {
+				o[i] = xr[i] / v
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
 // evalScalarY evaluates an elementwise operation of x and the number c.
-func evalScalarY(n *node, out, x []float64, c float64) {
+func evalScalarY[T float](n *node, out, x []T, c T) {
 	x = x[:len(out)]
 	switch n.op {
 	case opAdd:
@@ -553,7 +649,7 @@ func evalScalarY(n *node, out, x []float64, c float64) {
 			out[i] = v / c
 		}
 	case opCmp:
-		cmpInto(n.ints[0], out, x, []float64{c})
+		cmpInto(n.ints[0], out, x, []T{c})
 	default:
 		for i, v := range x {
 			out[i] = binOp(n, v, c)
@@ -562,7 +658,7 @@ func evalScalarY(n *node, out, x []float64, c float64) {
 }
 
 // evalScalarX evaluates an elementwise operation of the number c and y.
-func evalScalarX(n *node, out []float64, c float64, y []float64) {
+func evalScalarX[T float](n *node, out []T, c T, y []T) {
 	y = y[:len(out)]
 	switch n.op {
 	case opAdd:
@@ -589,7 +685,7 @@ func evalScalarX(n *node, out []float64, c float64, y []float64) {
 }
 
 // evalSame evaluates an elementwise operation on operands of out's length.
-func evalSame(n *node, out, x, y []float64) {
+func evalSame[T float](n *node, out, x, y []T) {
 	x, y = x[:len(out)], y[:len(out)]
 	switch n.op {
 	case opAdd:
@@ -620,7 +716,7 @@ func evalSame(n *node, out, x, y []float64) {
 // cmpInto sets out[i] to 1 where x[i] compares true with y[i] (or y[0]
 // when y has one element), 0 elsewhere, with a loop per comparison rather
 // than a call per element.
-func cmpInto(kind int, out, x, y []float64) {
+func cmpInto[T float](kind int, out, x, y []T) {
 	const one = 0x3ff0000000000000 // the bits of 1.0: conditional moves, not branches
 	x = x[:len(out)]
 	step := 1
@@ -636,7 +732,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v < y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	case cmpGT:
 		for i, v := range x {
@@ -644,7 +740,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v > y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	case cmpLE:
 		for i, v := range x {
@@ -652,7 +748,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v <= y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	case cmpGE:
 		for i, v := range x {
@@ -660,7 +756,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v >= y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	case cmpEQ:
 		for i, v := range x {
@@ -668,7 +764,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v == y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	case cmpNE:
 		for i, v := range x {
@@ -676,7 +772,7 @@ func cmpInto(kind int, out, x, y []float64) {
 			if v != y[i*step] {
 				t = one
 			}
-			out[i] = math.Float64frombits(t)
+			out[i] = T(math.Float64frombits(t))
 		}
 	}
 }

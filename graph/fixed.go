@@ -111,10 +111,22 @@ func (f *FixedX) grad(lv int, dx, dy, y []float64) {
 		f.p.collect(dy, f.p.inner, pr, 0)
 		return
 	}
-	if kind, ok := gradKind(dx, dy); ok {
-		pr := f.run(lv, kind, y, nil)
-		defer pr.releaseIf(true)
-		f.p.collectGrad(dx, dy, pr)
+	if _, ok := gradKind(dx, dy); !ok {
+		return
+	}
+	// One program gives both gradients, each call running the steps of
+	// the ones asked for, so that calls for ∇y and then ∇x at one
+	// FixedX (features, then their pull-back) share its fixed part.
+	p, w := f.p, f.w[lv]
+	pr := f.static(lv, progGradXY, w.program(p, progGradXY+progFixed))
+	defer pr.releaseIf(true)
+	bindFlat(pr, w.y, p.inner, p.checkLen(y, p.dimY, "y"))
+	pr.exec(w.gradNeed(pr, dx != nil, dy != nil), runDynamic)
+	if dx != nil {
+		p.collect(dx, p.outer, pr, 0)
+	}
+	if dy != nil {
+		p.collect(dy, p.inner, pr, len(p.outer))
 	}
 }
 

@@ -14,15 +14,23 @@ import (
 // float64 throughout: a float32 problem computes exactly the float64
 // problem whose data are the float32-rounded values, up to the order of
 // the sums in the products.
+//
+// Arithmetic in float32 (Objective.Float32) holds the data the same way,
+// but its programs compute in float32 (schedule.go): the data leaves are
+// read as they are by every operation's float32 kernel, and nothing is
+// widened.
 
 var opWiden opKind // args[0], a float32 leaf or constant, in float64
 
 func init() {
 	opWiden = define(opDef{name: "widen", arity: 1, shape: sameAsArg, constant: true,
-		f64:   func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
+		f64: func(n *node, _ []float64, _ [][]float64) { panic("graph: " + n.String() + " reads a float64 node") },
+		f32: func(n *node, _ []float32, _ [][]float32) {
+			panic("graph: " + n.String() + " in a float32 program, which reads float32 data as they are")
+		},
 		mixed: func(n *node, out []float64, _ [][]float64, in32 [][]float32) { widenInto(out, in32[0]) },
 	})
-	reject("dtConvOp", "graph/ computes in float64: build the graph in float64 without ConvType (Objective.Float32Data keeps the data in float32)")
+	reject("dtConvOp", "graph/ reads float64 graphs: build the graph in float64 without ConvType, and set Objective.Float32 to compute in float32 (or Objective.Float32Data to hold only the data in float32)")
 }
 
 // widen returns a float32 node's values in float64. A product reads the
@@ -98,10 +106,14 @@ func (a array) copyFrom(src array) {
 	copy(a.f64, src.f64)
 }
 
-// dataConstant returns a data array as a constant of the IR: in float32,
-// read through widen, when it is held in float32.
+// dataConstant returns a data array as a constant of the IR: in float32
+// when it is held in float32, read through widen unless the builder's
+// nodes are computed in float32.
 func (b *builder) dataConstant(shape []int, a array) *node {
-	if a.f32 != nil {
+	switch {
+	case a.f32 != nil && b.f32:
+		return b.constant32(shape, a.f32)
+	case a.f32 != nil:
 		return b.widen(b.constant32(shape, a.f32))
 	}
 	return b.constant(shape, a.f64)
@@ -114,6 +126,14 @@ func narrowed(src []float64) []float32 {
 		dst[i] = float32(v)
 	}
 	return dst
+}
+
+// narrowInto sets dst[i] = float32(src[i]) for every i < len(src).
+func narrowInto(dst []float32, src []float64) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = float32(v)
+	}
 }
 
 // widenInto sets dst[i] = float64(src[i]) for every i < len(src).

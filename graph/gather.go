@@ -18,13 +18,7 @@ func init() {
 			}
 			return append([]int{idx.shape[0]}, table.shape[1:]...)
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			row := n.size / max(n.shape[0], 1)
-			for r, v := range in[1] {
-				i := int(v)
-				copy(out[r*row:(r+1)*row], in[0][i*row:(i+1)*row])
-			}
-		},
+		f64: gatherKernel[float64], f32: gatherKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			if k == 0 {
 				return b.scatterAdd(g, n.args[1], n.args[0].shape[0])
@@ -40,17 +34,7 @@ func init() {
 			}
 			return n.shape
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			row := n.size / max(n.shape[0], 1)
-			clear(out)
-			for r, v := range in[1] {
-				i := int(v)
-				dst := out[i*row : (i+1)*row]
-				for j, g := range in[0][r*row : (r+1)*row] {
-					dst[j] += g
-				}
-			}
-		},
+		f64: scatterAddKernel[float64], f32: scatterAddKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			if k == 0 {
 				return b.gather(g, n.args[1])
@@ -71,4 +55,27 @@ func (b *builder) gather(table, idx *node) *node {
 
 func (b *builder) scatterAdd(g, idx *node, rows int) *node {
 	return b.add(&node{op: opScatterAdd, args: []*node{g, idx}, shape: append([]int{rows}, g.shape[1:]...)})
+}
+
+// gatherKernel copies the rows of in[0] at the indices in[1] to out. In
+// float32 the indices are exact below 2^24 (Compile checks them).
+func gatherKernel[T float](n *node, out []T, in [][]T) {
+	row := n.size / max(n.shape[0], 1)
+	for r, v := range in[1] {
+		i := int(v)
+		copy(out[r*row:(r+1)*row], in[0][i*row:(i+1)*row])
+	}
+}
+
+// scatterAddKernel adds the rows of in[0] to out at the indices in[1].
+func scatterAddKernel[T float](n *node, out []T, in [][]T) {
+	row := n.size / max(n.shape[0], 1)
+	clear(out)
+	for r, v := range in[1] {
+		i := int(v)
+		dst := out[i*row : (i+1)*row]
+		for j, g := range in[0][r*row : (r+1)*row] {
+			dst[j] += g
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 )
 
@@ -187,41 +188,58 @@ func TestGemm(t *testing.T) {
 //
 //	go test -run '^$' -bench '^BenchmarkRoutes$' ./graph/
 func BenchmarkRoutes(b *testing.B) {
-	for _, s := range []struct {
-		m, k, n int
-		tx      bool
-	}{
+	benchRoutes(b, []routeShape{
 		{20000, 10, 256, false}, {5000, 32, 512, false}, {2000, 64, 256, false},
 		{20000, 784, 16, false}, {20000, 784, 24, false}, {20000, 784, 32, false}, {20000, 288, 32, false},
 		{784, 20000, 16, true}, {784, 20000, 32, true}, {288, 20000, 32, true},
 		{10, 20000, 784, true}, {32, 784, 256, false}, {16, 5000, 512, true},
-	} {
+	}, map[string]func(s routeShape, out, x, y []float64, xs, ys []int){
+		"matmulInto": func(s routeShape, out, x, y []float64, xs, ys []int) { matmulInto(out, x, y, xs, ys, s.tx, false) },
+		"gemm": func(s routeShape, out, x, y []float64, _, _ []int) {
+			gemm(gemmKernelF64(), out, s.n, s.m, s.n, s.k, sideA(x, s.m, s.k, s.tx), sideB(y, s.k, s.n, false), false)
+		},
+	})
+}
+
+// routeShape is a product of BenchmarkRoutes: op(x) m×k, x transposed
+// when tx, times y k×n.
+type routeShape struct {
+	m, k, n int
+	tx      bool
+}
+
+// benchRoutes times each implementation of a product on each shape, in
+// the precision T, as sub-benchmarks shape/implementation with their
+// GFLOPS.
+func benchRoutes[T float](b *testing.B, shapes []routeShape, impls map[string]func(s routeShape, out, x, y []T, xs, ys []int)) {
+	names := make([]string, 0, len(impls))
+	for name := range impls {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, s := range shapes {
 		xs, ys := []int{s.m, s.k}, []int{s.k, s.n}
 		if s.tx {
 			xs = []int{s.k, s.m}
 		}
-		x, y, out := make([]float64, s.m*s.k), make([]float64, s.k*s.n), make([]float64, s.m*s.n)
+		x, y, out := make([]T, s.m*s.k), make([]T, s.k*s.n), make([]T, s.m*s.n)
 		for i := range x {
-			x[i] = float64(i%7) - 3
+			x[i] = T(i%7) - 3
 		}
 		for i := range y {
-			y[i] = float64(i%5) - 2
+			y[i] = T(i%5) - 2
 		}
-		name := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
+		shape := fmt.Sprintf("%dx%dx%d", s.m, s.k, s.n)
 		if s.tx {
-			name += "-At"
+			shape += "-At"
 		}
-		run := func(impl string, op func()) {
-			b.Run(name+"/"+impl, func(b *testing.B) {
+		for _, name := range names {
+			b.Run(shape+"/"+name, func(b *testing.B) {
 				for b.Loop() {
-					op()
+					impls[name](s, out, x, y, xs, ys)
 				}
 				b.ReportMetric(2*float64(s.m*s.k*s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 			})
 		}
-		run("matmulInto", func() { matmulInto(out, x, y, xs, ys, s.tx, false) })
-		run("gemm", func() {
-			gemm(gemmKernelF64(), out, s.n, s.m, s.n, s.k, sideA(x, s.m, s.k, s.tx), sideB(y, s.k, s.n, false), false)
-		})
 	}
 }

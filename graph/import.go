@@ -117,7 +117,7 @@ func inspect(n *G.Node, subs map[*G.ExprGraph]*G.ExprGraph) (args, from []*G.Nod
 		return nil, nil, []string{fmt.Sprintf("node %q has no type", n.Name())}
 	}
 	if dt := n.Dtype(); dt != tensor.Float64 {
-		problems = append(problems, fmt.Sprintf("node %s has dtype %v; graph/ computes in float64 (build the graph in float64 and set Objective.Float32Data to hold the data in float32)", nodeName(n), dt))
+		problems = append(problems, fmt.Sprintf("node %s has dtype %v; graph/ reads float64 graphs: build the graph in float64 and set Objective.Float32 to compute in float32 (or Objective.Float32Data to hold only the data in float32)", nodeName(n), dt))
 	}
 	args = nodeArgs(n)
 	if sub := subs[n.Graph()]; sub != nil {

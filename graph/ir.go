@@ -28,9 +28,17 @@ var opLeaf, opConst opKind
 func init() {
 	given := func(n *node) []int { return n.shape }
 	opLeaf = define(opDef{name: "leaf", shape: given, constant: true,
-		f64: func(n *node, _ []float64, _ [][]float64) { panic("graph: evaluating " + n.String()) }})
+		f64: func(n *node, _ []float64, _ [][]float64) { panic("graph: evaluating " + n.String()) },
+		f32: func(n *node, _ []float32, _ [][]float32) { panic("graph: evaluating " + n.String()) }})
 	opConst = define(opDef{name: "const", shape: given, constant: true,
-		f64: func(n *node, out []float64, _ [][]float64) { copy(out, n.data) }})
+		f64: func(n *node, out []float64, _ [][]float64) { copy(out, n.data) },
+		f32: func(n *node, out []float32, _ [][]float32) {
+			if n.f32 {
+				copy(out, n.data32)
+				return
+			}
+			narrowInto(out, n.data)
+		}})
 }
 
 // node is one IR operation. See the file comment.
@@ -101,10 +109,17 @@ func cloneInts(a []int) []int {
 	return append([]int{}, a...)
 }
 
-// builder creates and hash-conses nodes. See the file comment.
+// builder creates and hash-conses nodes. See the file comment. f32 says
+// that its nodes will be computed in float32 (Objective.Float32): float32
+// data are then read as they are, without widen.
 type builder struct {
 	nodes []*node
 	memo  map[string]*node
+	f32   bool
+	// noFold keeps operations on constants as nodes, which add would
+	// otherwise compute at once (in float64): for running one
+	// operation's translation by a program.
+	noFold bool
 }
 
 func newBuilder() *builder { return &builder{memo: make(map[string]*node)} }
@@ -124,7 +139,7 @@ func (b *builder) add(n *node) *node {
 	}
 	n.shape = d.shape(n)
 	n.size = sizeOf(n.shape)
-	if n.op != opBroadcast && len(n.args) > 0 && n.size <= foldLimit {
+	if n.op != opBroadcast && len(n.args) > 0 && n.size <= foldLimit && !b.noFold {
 		in := make([][]float64, len(n.args))
 		folds := true
 		for i, a := range n.args {

@@ -120,26 +120,13 @@ func TestKernelsAVX512(t *testing.T) {
 // TestMatmul checks the narrow product kernels against a plain triple loop
 // for every transpose combination, narrow and wide outputs, with sizes
 // large enough to run in parallel, with and without the AVX-512 kernels.
-func TestMatmul(t *testing.T) {
-	testMatmul(t)
-	if useAVX512 { // the AVX2 paths too, as on a processor without AVX-512
-		useAVX512 = false
-		defer func() { useAVX512 = true }()
-		testMatmul(t)
-	}
-}
+func TestMatmul(t *testing.T) { withoutAVX512Too(func() { testMatmul(t) }) }
 
 func testMatmul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2))
 	for _, c := range []struct{ m, k, n int }{{1, 1, 1}, {3, 5, 2}, {7, 13, 9}, {4, 1, 32}, {37, 50, 12}, {200, 20, 5}, {1000, 300, 10}, {1002, 784, 10}, {9, 700, 25}, {600, 40, 33}, {5, 3000, 31}, {301, 32, 290}, {40, 500, 70}, {70, 500, 40}, {1003, 200, 7}, {64, 100, 18}, {45, 90, 26}, {33, 77, 15}} {
-		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			xs, ys := []int{c.m, c.k}, []int{c.k, c.n}
-			if tr[0] {
-				xs = []int{c.k, c.m}
-			}
-			if tr[1] {
-				ys = []int{c.n, c.k}
-			}
+		eachTranspose(c.m, c.k, c.n, func(xs, ys []int, tx, ty bool) {
+			tr := [2]bool{tx, ty}
 			x, y := make([]float64, c.m*c.k), make([]float64, c.k*c.n)
 			for i := range x {
 				x[i] = rng.NormFloat64()
@@ -168,7 +155,7 @@ func testMatmul(t *testing.T) {
 					}
 				}
 			}
-		}
+		})
 	}
 }
 

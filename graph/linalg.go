@@ -13,6 +13,9 @@ func init() {
 		f64: func(n *node, out []float64, in [][]float64) {
 			matmulInto(out, in[0], in[1], n.args[0].shape, n.args[1].shape, n.ints[0] == 1, n.ints[1] == 1)
 		},
+		f32: func(n *node, out []float32, in [][]float32) {
+			matmul32(out, in[0], in[1], n.args[0].shape, n.args[1].shape, n.ints[0] == 1, n.ints[1] == 1)
+		},
 		mixed: func(n *node, out []float64, in [][]float64, in32 [][]float32) {
 			matmulMixed(out, in[0], in32[0], in[1], in32[1], n.args[0].shape, n.args[1].shape, n.ints[0] == 1, n.ints[1] == 1)
 		},
@@ -27,13 +30,8 @@ func init() {
 			mn := matmulShape(&node{args: []*node{{shape: x.shape[1:]}, {shape: y.shape[1:]}}, ints: n.ints})
 			return append([]int{x.shape[0]}, mn...)
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			xs, ys := n.args[0].shape, n.args[1].shape
-			sx, sy, so := xs[1]*xs[2], ys[1]*ys[2], n.shape[1]*n.shape[2]
-			for i := 0; i < xs[0]; i++ {
-				matmulInto(out[i*so:(i+1)*so], in[0][i*sx:(i+1)*sx], in[1][i*sy:(i+1)*sy], xs[1:], ys[1:], n.ints[0] == 1, n.ints[1] == 1)
-			}
-		},
+		f64: batchKernel(matmulInto),
+		f32: batchKernel(matmul32),
 		vjp: func(b *builder, n *node, k int, g *node) *node { return productVJP(b.batchMatMul, n, k, g) },
 	})
 	recognize("linAlgBinOp", importRule{
@@ -41,6 +39,18 @@ func init() {
 		translate: translateProduct,
 	})
 	recognize("tensordotOp", importRule{doc: "Tensordot", translate: translateTensordot})
+}
+
+// batchKernel is the kernel of opBatchMatMul: the product mul for each
+// entry of axis 0.
+func batchKernel[T float](mul func(out, x, y []T, xs, ys []int, tx, ty bool)) kernelOf[T] {
+	return func(n *node, out []T, in [][]T) {
+		xs, ys := n.args[0].shape, n.args[1].shape
+		sx, sy, so := xs[1]*xs[2], ys[1]*ys[2], n.shape[1]*n.shape[2]
+		for i := 0; i < xs[0]; i++ {
+			mul(out[i*so:(i+1)*so], in[0][i*sx:(i+1)*sx], in[1][i*sy:(i+1)*sy], xs[1:], ys[1:], n.ints[0] == 1, n.ints[1] == 1)
+		}
+	}
 }
 
 func matmulShape(n *node) []int {

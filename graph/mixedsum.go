@@ -159,7 +159,7 @@ func (w *world) sweepProgram() *sweepProgram {
 	for i, leaf := range w.x {
 		outs = append(outs, w.zerosFor(d[i], leaf))
 	}
-	ms.prog = compile(outs, dynamic)
+	ms.prog = w.compile(outs, dynamic)
 	group := func(from, to int) []bool {
 		idx := make([]int, 0, to-from)
 		for i := from; i < to; i++ {

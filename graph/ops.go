@@ -159,7 +159,7 @@ func (op logSoftmaxOp) Do(v ...G.Value) (G.Value, error) {
 	shape := []int(v[0].Shape())
 	out := make([]float64, len(x))
 	outer, mid, inner := split3(shape, op.axis)
-	logSoftmax(out, x, outer, mid, inner)
+	logSoftmax(out, x, outer, mid, inner, expInto)
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(out)), nil
 }
 func (op logSoftmaxOp) ReturnsPtr() bool     { return false }

@@ -366,26 +366,36 @@ func otherInputs(g *G.ExprGraph, vars ...*G.Node) []*G.Node {
 // TestOpTable checks, for every supported operation, the value against
 // gorgonia's own forward pass (the objective's and, through Check's
 // translation check, every node's) and every first- and second-order
-// oracle against central finite differences. A panic in one row fails that
-// row only: graph/ runs its kernels on the caller's goroutine, so recover
-// reaches it. When every row runs, it then checks that the rows together
-// compute every IR operation of the registry and read every kind of
-// gorgonia operation that graph/ recognizes.
+// oracle against central finite differences, in float64 and in float32
+// (opRow32). A panic in one row fails that row only: graph/ runs its
+// kernels on the caller's goroutine, so recover reaches it. When every row
+// runs, it then checks that the rows together compute every IR operation
+// of the registry in both precisions and read every kind of gorgonia
+// operation that graph/ recognizes.
 func TestOpTable(t *testing.T) {
 	const tol = 1e-6
-	irOps, kinds := map[opKind]bool{}, map[string]bool{}
-	ran := 0
+	irOps, irOps32, kinds := map[opKind]bool{}, map[opKind]bool{}, map[string]bool{}
+	ran, worst32 := 0, opWorst32{}
 	for _, c := range opCases {
-		if t.Run(c.name, func(t *testing.T) { opRow(t, c, tol, irOps, kinds) }) {
+		if t.Run(c.name, func(t *testing.T) {
+			p64 := opRow(t, c, tol, irOps, kinds)
+			opRow32(t, c, p64, tol, irOps32, &worst32)
+		}) {
 			ran++
 		}
 	}
+	t.Logf("float32, worst over the rows (tolerance %.1e = %g·2⁻²⁴): value against gorgonia %.1e (%s), oracles against float64 %.1e (%s), against the same objective in float64 on the rounded data %.1e (%s); translation %.1e (tolerance %g)",
+		tol32, tol32*(1<<24), worst32.value, worst32.valueRow, worst32.oracles, worst32.oraclesRow, worst32.twin, worst32.twinRow, worst32.translation, verifyTol32)
 	if ran < len(opCases) {
 		return // some rows failed or were not selected
 	}
 	for k := range ops {
 		if !irOps[opKind(k)] {
 			t.Errorf("no row of the op table computes IR operation %s", opKind(k))
+		}
+		// Float32 programs read float32 data as they are, never widened.
+		if !irOps32[opKind(k)] && opKind(k) != opWiden {
+			t.Errorf("no row of the op table computes IR operation %s in float32", opKind(k))
 		}
 	}
 	for kind := range importRules {
@@ -395,12 +405,112 @@ func TestOpTable(t *testing.T) {
 	}
 }
 
+// tol32 is the op table's tolerance for float32: 100 units of float32's
+// rounding 2⁻²⁴ (6.0e-6). A row's value and oracles go through a few
+// dozen operations, each rounding once to float32 and amplifying its
+// arguments' rounding by its condition number (a few units for the
+// functions and inputs of the table), from inputs rounded once; the worst
+// row measured is at 9 units (the log2 row, 5.3e-7).
+const tol32 = 100.0 / (1 << 24)
+
+// opWorst32 records the worst float32 differences of the op table and
+// their rows.
+type opWorst32 struct {
+	value, oracles, twin, translation float64
+	valueRow, oraclesRow, twinRow     string
+}
+
+// opRow32 runs one row of the op table computed in float32
+// (Objective.Float32): its value against gorgonia's forward pass (and,
+// through Compile's translation check, every node's float32 value); its
+// oracles against those of p64, the row in float64, and through Check
+// against the same objective in float64 on the float32 data, which Check
+// compares with finite differences (to tol, as in float64). It records the
+// IR operations its programs compute.
+func opRow32(t *testing.T, c opCase, p64 *Problem, tol float64, irOps map[opKind]bool, worst *opWorst32) {
+	if p64 == nil {
+		return // the float64 row failed
+	}
+	if c.eval { // opRow left it in evaluation
+		if err := p64.SetTraining(true); err != nil {
+			t.Fatalf("SetTraining(true): %v", err)
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("float32: panic: %v", r)
+		}
+	}()
+	_, obj, err := buildOpCase(c, 1)
+	if err != nil {
+		t.Fatalf("building the case: %v", err)
+	}
+	obj.Float32 = true
+	p, err := Compile(obj)
+	if err != nil {
+		t.Fatalf("float32: Compile: %v", err)
+	}
+	x, y := p.X0(nil), p.Y0(nil)
+	note := func(d float64, w *float64, row *string) {
+		if d > *w {
+			*w, *row = d, c.name
+		}
+	}
+	value := func(opts ...G.VMOpt) {
+		want := gorgoniaForward(t, obj.Lower, opts...)[0]
+		d := math.Abs(p.G(x, y, nil)-want) / math.Max(1, math.Abs(want))
+		note(d, &worst.value, &worst.valueRow)
+		if d > tol32 {
+			t.Errorf("float32: g differs from gorgonia's forward pass by %.1e relative (tolerance %.1e)", d, tol32)
+		}
+	}
+	if !c.noForward {
+		value()
+	}
+	compare := func(mode string) {
+		r := Check(p, x, y, nil)
+		t.Logf("float32%s: %v", mode, r)
+		d := compareOracles(p, p64, x, y, nil)
+		note(d, &worst.oracles, &worst.oraclesRow)
+		note(r.Float32, &worst.twin, &worst.twinRow)
+		worst.translation = max(worst.translation, r.Translation32)
+		if r.Max() > tol || r.Float32 > tol32 || d > tol32 || r.TranslationErr != nil {
+			t.Errorf("float32%s: oracles against float64 %.1e (tolerance %.1e); Check: %v", mode, d, tol32, r)
+		}
+	}
+	compare("")
+	if c.eval {
+		if err := p.SetTraining(false); err != nil {
+			t.Fatalf("float32: SetTraining(false): %v", err)
+		}
+		if err := p64.SetTraining(false); err != nil {
+			t.Fatalf("SetTraining(false): %v", err)
+		}
+		value(G.EvalMode())
+		compare(" in evaluation")
+	}
+	for _, w := range p.worlds {
+		for _, pr := range w.progs {
+			if !pr.f32 {
+				t.Fatalf("float32: a program computes in float64")
+			}
+			for _, st := range pr.steps {
+				irOps[st.n.op] = true
+			}
+		}
+	}
+}
+
 // opRow runs one row of the op table and records the IR operations its
-// programs compute and the gorgonia operations its graph holds.
-func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map[string]bool) {
+// programs compute and the gorgonia operations its graph holds. It returns
+// the row's problem, nil when it fails.
+func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map[string]bool) (prob *Problem) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("panic: %v", r)
+		}
+		if t.Failed() {
+			prob = nil
 		}
 	}()
 	_, obj, err := buildOpCase(c, 1)
@@ -444,14 +554,15 @@ func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map
 			kinds[typeName(n.Op())] = true
 		}
 	}
+	return p
 }
 
 // TestRegistry checks that every IR operation is defined whole, and that
 // every gorgonia operation graph/ reads or rejects says what it is.
 func TestRegistry(t *testing.T) {
 	for k, d := range ops {
-		if d.name == "" || d.shape == nil || d.f64 == nil || (d.vjp == nil) != d.constant {
-			t.Errorf("operation %d (%q): name, shape rule, kernel and a derivative rule unless constant are required", k, d.name)
+		if d.name == "" || d.shape == nil || d.f64 == nil || d.f32 == nil || (d.vjp == nil) != d.constant {
+			t.Errorf("operation %d (%q): name, shape rule, kernels in float64 and float32 and a derivative rule unless constant are required", k, d.name)
 		}
 	}
 	for kind, r := range importRules {

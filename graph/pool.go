@@ -19,9 +19,7 @@ var opPoolGather, opPoolScatter opKind // ints: kh, kw, padN, padS, padW, padE, 
 
 func init() {
 	opPoolGather = define(opDef{name: "poolgather", arity: 2, shape: poolShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			poolGatherInto(out, in[0], in[1], n.args[0].shape, poolFrom(n.ints))
-		},
+		f64: poolGatherKernel[float64], f32: poolGatherKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			if k == 1 {
 				return b.poolScatter(n.args[0], g, poolFrom(n.ints))
@@ -30,9 +28,7 @@ func init() {
 		},
 	})
 	opPoolScatter = define(opDef{name: "poolscatter", arity: 2, shape: poolScatterShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			poolScatterInto(out, in[0], in[1], n.args[0].shape, poolFrom(n.ints))
-		},
+		f64: poolScatterKernel[float64], f32: poolScatterKernel[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			if k == 1 {
 				return b.poolGather(n.args[0], g, poolFrom(n.ints))
@@ -47,9 +43,7 @@ func init() {
 	})
 	opWindowSum = define(opDef{name: "windowsum", arity: 1,
 		shape: func(n *node) []int { return poolShape(&node{args: []*node{n.args[0], n.args[0]}, ints: n.ints}) },
-		f64: func(n *node, out []float64, in [][]float64) {
-			windowSumInto(out, in[0], n.args[0].shape, poolFrom(n.ints), false)
-		},
+		f64:   windowSumKernel[float64], f32: windowSumKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			return b.add(&node{op: opWindowSpread, args: []*node{g}, shape: cloneInts(n.args[0].shape), ints: n.ints})
 		},
@@ -61,9 +55,7 @@ func init() {
 			}
 			return n.shape
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			windowSumInto(in[0], out, n.shape, poolFrom(n.ints), true)
-		},
+		f64: windowSpreadKernel[float64], f32: windowSpreadKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			return b.add(&node{op: opWindowSum, args: []*node{g}, ints: n.ints})
 		},
@@ -96,10 +88,29 @@ func init() {
 // elements.
 var opWindowSum, opWindowSpread opKind // ints: as the max-pooling operations'
 
+// The kernels of the pooling operations.
+
+func poolGatherKernel[T float](n *node, out []T, in [][]T) {
+	poolGatherInto(out, in[0], in[1], n.args[0].shape, poolFrom(n.ints))
+}
+
+func poolScatterKernel[T float](n *node, out []T, in [][]T) {
+	poolScatterInto(out, in[0], in[1], n.args[0].shape, poolFrom(n.ints))
+}
+
+func windowSumKernel[T float](n *node, out []T, in [][]T) {
+	windowSumInto(out, in[0], n.args[0].shape, poolFrom(n.ints), false)
+}
+
+func windowSpreadKernel[T float](n *node, out []T, in [][]T) {
+	windowSumInto(in[0], out, n.shape, poolFrom(n.ints), true)
+}
+
 // windowSumInto sets out to the window sums of x (of shape shape); with
 // spread it computes the adjoint instead: x, cleared, receives each
-// window's value in out at each of the window's elements.
-func windowSumInto(out, x []float64, shape []int, p poolParams, spread bool) {
+// window's value in out at each of the window's elements. Sums accumulate
+// in float64.
+func windowSumInto[T float](out, x []T, shape []int, p poolParams, spread bool) {
 	h, w := shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	if spread {
@@ -119,12 +130,12 @@ func windowSumInto(out, x []float64, shape []int, p poolParams, spread bool) {
 						if spread {
 							row[c] += out[o]
 						} else {
-							s += row[c]
+							s += float64(row[c])
 						}
 					}
 				}
 				if !spread {
-					out[o] = s
+					out[o] = T(s)
 				}
 				o++
 			}
@@ -197,7 +208,7 @@ var pool2x2 = poolParams{kh: 2, kw: 2, sH: 2, sW: 2}
 // poolArgmax returns, for output window (or, oc) of one channel plane, the
 // plane offset of its largest element (the first one on ties); padding
 // never wins. fast says that p is pool2x2.
-func poolArgmax(plane []float64, h, w, or, oc int, p poolParams, fast bool) int {
+func poolArgmax[T float](plane []T, h, w, or, oc int, p poolParams, fast bool) int {
 	if fast {
 		// The first largest of the four, in the order of the general case
 		// below, without branches (which mispredict on activations).
@@ -210,7 +221,7 @@ func poolArgmax(plane []float64, h, w, or, oc int, p poolParams, fast bool) int 
 		bi += t * (w + 1 - bi)
 		return i + bi
 	}
-	best, bi := math.Inf(-1), -1
+	best, bi := T(math.Inf(-1)), -1
 	for kr := 0; kr < p.kh; kr++ {
 		r := or*p.sH - p.padN + kr
 		if r < 0 || r >= h {
@@ -229,7 +240,7 @@ func poolArgmax(plane []float64, h, w, or, oc int, p poolParams, fast bool) int 
 	return bi
 }
 
-func poolGatherInto(out, src, val []float64, shape []int, p poolParams) {
+func poolGatherInto[T float](out, src, val []T, shape []int, p poolParams) {
 	h, w := shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]
@@ -247,7 +258,7 @@ func poolGatherInto(out, src, val []float64, shape []int, p poolParams) {
 	}
 }
 
-func poolScatterInto(out, src, g []float64, shape []int, p poolParams) {
+func poolScatterInto[T float](out, src, g []T, shape []int, p poolParams) {
 	h, w := shape[2], shape[3]
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]

@@ -51,6 +51,24 @@ type Objective struct {
 	// values. Index vectors read by Gather (SampleIndex) stay float64, so
 	// that every index is exact.
 	Float32Data bool
+	// Float32 computes in float32: values, adjoints, Hessian-vector and
+	// mixed products are computed by float32 kernels on float32 buffers,
+	// with the data held in float32 as with Float32Data (half the memory
+	// traffic of every operation, and the float32 rate of the products).
+	// Sums over many terms — reductions, softmax denominators, batch
+	// statistics, the narrow products — accumulate in float64 and are
+	// rounded; the wide products accumulate in float32, as a float32 BLAS
+	// does. The Problem's API stays float64: x, y, v and u are rounded to
+	// float32 when an oracle reads them and results are widened into the
+	// caller's float64 destinations, so solvers keep their vectors in
+	// float64. The oracles are then those of the float32-rounded problem
+	// up to float32 rounding, about 1e-6 relative to the magnitudes
+	// involved and more through ill-conditioned operations; Check compares
+	// each one with the same objective computed in float64 (see Check for
+	// the tolerances). Compile also checks every node's float32 value
+	// against gorgonia's forward pass. Index values (Gather's, sample
+	// indices) must be exact in float32: below 2^24.
+	Float32 bool
 }
 
 // Var describes one variable in the flat vector of its level.
@@ -89,6 +107,7 @@ type Problem struct {
 	seed                   uint64 // Objective.RandomSeed
 	random                 bool   // the objectives hold random nodes or Dropout
 	training               bool   // see SetTraining
+	f32                    bool   // Objective.Float32: programs compute in float32
 	fixed                  map[*G.Node][]float64
 	worlds                 map[worldKey]*world
 	stats                  Stats
@@ -206,9 +225,14 @@ func (p *Problem) SetData(n *G.Node, values []float64) error {
 			}
 			if l.full[i].f32 != nil {
 				l.full[i] = array{f32: narrowed(values)}
-			} else {
-				l.full[i] = array{f64: values}
+				return nil
 			}
+			if p.f32 {
+				if err := checkExact32(n, values); err != nil {
+					return fmt.Errorf("%w (in SetData)", err)
+				}
+			}
+			l.full[i] = array{f64: values}
 			return nil
 		}
 	}

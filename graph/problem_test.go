@@ -186,7 +186,7 @@ func TestBadInput(t *testing.T) {
 			l := G.NewVector(g, G.Float32, G.WithShape(2), G.WithName("l32"), G.WithInit(G.Zeroes()))
 			s := G.Must(G.Sum(G.Must(G.HadamardProd(w, l))))
 			return Objective{Upper: s, Lower: s, Outer: []*G.Node{l}, Inner: []*G.Node{w}}
-		}, []string{"w32", "float32"}},
+		}, []string{"w32", "float32", "Objective.Float32 to compute in float32"}},
 		{"inner variable unused by g", func() Objective {
 			o := ridge(ridgeA, ridgeT, 4, 3)
 			g := o.Lower.Graph()

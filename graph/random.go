@@ -54,7 +54,8 @@ const maxTrials = 1 << 12
 func init() {
 	opDropout = define(opDef{name: "dropout", arity: 2, // of args[0]; args[1] the batch's sample indices; eps: p; ints: see drawIndex
 		shape: sameAsArg,
-		f64:   dropoutInto,
+		f64:   dropoutInto[float64],
+		f32:   dropoutInto[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			if k > 0 {
 				return nil
@@ -64,7 +65,8 @@ func init() {
 	})
 	opRandom = define(opDef{name: "random", arity: 1, constant: true, // args[0]: the batch's sample indices; ints: see drawIndex, then the distribution; data: its two parameters
 		shape: func(n *node) []int { return n.shape },
-		f64:   randomInto,
+		f64:   randomInto[float64],
+		f32:   randomInto[float32],
 	})
 	recognize("dropoutOp", importRule{doc: "Dropout (a deterministic mask; see Objective.RandomSeed)",
 		translate: translateDropout, remake: remakeRandom})
@@ -110,9 +112,10 @@ func (d drawIndex) uniform(s, j, k uint64) float64 {
 	return float64(h>>11) / (1 << 53)
 }
 
-// rows calls f(s, lo, hi) for each row of a node of the given shape:
-// elements [lo, hi) drawn for sample s (idx holds the batch's samples).
-func (d drawIndex) rows(shape []int, idx []float64, f func(s uint64, lo, hi int)) {
+// drawRows calls f(s, lo, hi) for each row of a node of the given shape:
+// elements [lo, hi) drawn for sample s (idx holds the batch's samples)
+// under the draws d.
+func drawRows[T float](d drawIndex, shape []int, idx []T, f func(s uint64, lo, hi int)) {
 	rows, size := 1, sizeOf(shape)
 	if len(shape) > 0 {
 		rows = shape[0]
@@ -136,27 +139,29 @@ func (d drawIndex) keepScale(s uint64, j int, p float64) float64 {
 	return 0
 }
 
-func dropoutInto(n *node, out []float64, in [][]float64) {
+// dropoutInto and randomInto draw in float64 and round to T; the sample
+// indices read in float32 are exact below 2^24 (Compile checks them).
+func dropoutInto[T float](n *node, out []T, in [][]T) {
 	x := in[0]
 	d := drawFrom(n.ints)
-	d.rows(n.shape, in[1], func(s uint64, lo, hi int) {
+	drawRows(d, n.shape, in[1], func(s uint64, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			out[i] = x[i] * d.keepScale(s, i-lo, n.eps)
+			out[i] = T(float64(x[i]) * d.keepScale(s, i-lo, n.eps))
 		}
 	})
 }
 
-func randomInto(n *node, out []float64, in [][]float64) {
+func randomInto[T float](n *node, out []T, in [][]T) {
 	a, b, kind := n.data[0], n.data[1], n.ints[4]
 	d := drawFrom(n.ints)
-	d.rows(n.shape, in[0], func(s uint64, lo, hi int) {
+	drawRows(d, n.shape, in[0], func(s uint64, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			j := uint64(i - lo)
 			switch kind {
 			case randUniform:
-				out[i] = a + (b-a)*d.uniform(s, j, 0)
+				out[i] = T(a + (b-a)*d.uniform(s, j, 0))
 			case randGaussian:
-				out[i] = a + b*math.Sqrt(-2*math.Log(1-d.uniform(s, j, 0)))*math.Cos(2*math.Pi*d.uniform(s, j, 1))
+				out[i] = T(a + b*math.Sqrt(-2*math.Log(1-d.uniform(s, j, 0)))*math.Cos(2*math.Pi*d.uniform(s, j, 1)))
 			default:
 				c := 0.0
 				for k := 0; k < int(a); k++ {
@@ -164,7 +169,7 @@ func randomInto(n *node, out []float64, in [][]float64) {
 						c++
 					}
 				}
-				out[i] = c
+				out[i] = T(c)
 			}
 		}
 	})
@@ -248,7 +253,7 @@ func remakeRandom(c *checkGraph, n *G.Node, args, cargs []*G.Node) (*G.Node, err
 
 // evaluate computes the values of n, a node of constants.
 func evaluate(n *node) []float64 {
-	pr := compile([]*node{n}, nil)
+	pr := compile([]*node{n}, nil, false)
 	pr.run()
 	return append([]float64{}, pr.out(0)...)
 }

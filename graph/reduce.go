@@ -1,8 +1,8 @@
 package graph
 
 import (
-	"math"
 	"sort"
+	"unsafe"
 
 	G "gorgonia.org/gorgonia"
 )
@@ -14,20 +14,14 @@ var opSum, opMax opKind
 
 func init() {
 	opSum = define(opDef{name: "sum", arity: 1, shape: reduceShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.args[0].shape, n.axis)
-			sumAxis(out, in[0], outer, mid, inner)
-		},
+		f64: sumKernel[float64], f32: sumKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			x := n.args[0]
 			return b.broadcast(b.reshape(g, keepDims(x.shape, n.axis)), x.shape)
 		},
 	})
 	opMax = define(opDef{name: "max", arity: 1, shape: reduceShape,
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.args[0].shape, n.axis)
-			maxAxis(out, in[0], outer, mid, inner)
-		},
+		f64: maxKernel[float64], f32: maxKernel[float32],
 		// The adjoint goes to the maxima of each slice, shared equally
 		// among ties.
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
@@ -102,40 +96,118 @@ func (b *builder) reduceTo(g *node, shape []int) *node {
 	return b.reshape(r, shape)
 }
 
-func sumAxis(out, x []float64, outer, mid, inner int) {
+func sumKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.args[0].shape, n.axis)
+	sumAxis(out, in[0], outer, mid, inner)
+}
+
+func maxKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.args[0].shape, n.axis)
+	maxAxis(out, in[0], outer, mid, inner)
+}
+
+// sumAxis sums x (outer×mid×inner) along its middle axis into out. The
+// sums accumulate in float64 in either precision (float32 sums of many
+// rows — a batch — would lose digits): in float32, the sums of columns
+// accumulate in a float64 buffer.
+func sumAxis[T float](out, x []T, outer, mid, inner int) {
+	if inner == 1 { // row sums, the rows split across cores when many
+		if outer*mid < parallelElems { // (no closure to allocate)
+			rowSums(out[:outer], x, mid)
+			return
+		}
+		splitElems(outer*mid, mid, func(lo, hi int) { rowSums(out[lo/mid:hi/mid], x[lo:hi], mid) })
+		return
+	}
+	out64, f64 := any(out).([]float64)
+	var acc []float64
+	if !f64 {
+		buf := getScratch(inner)
+		defer putScratch(buf)
+		acc = *buf
+	}
 	for o := 0; o < outer; o++ {
 		dst := out[o*inner : (o+1)*inner]
-		if inner == 1 {
-			s := 0.0
-			for _, v := range x[o*mid : (o+1)*mid] {
-				s += v
-			}
-			dst[0] = s
-			continue
+		if f64 {
+			acc = out64[o*inner : (o+1)*inner]
 		}
-		for i := range dst {
-			dst[i] = 0
-		}
-		for m := 0; m < mid; m++ {
-			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
-			for i, v := range src {
-				dst[i] += v
+		clear(acc)
+		addRows(acc, x[o*mid*inner:(o+1)*mid*inner], mid)
+		if !f64 {
+			for i, v := range acc {
+				dst[i] = T(v)
 			}
 		}
 	}
 }
 
-func maxAxis(out, x []float64, outer, mid, inner int) {
+func maxAxis[T float](out, x []T, outer, mid, inner int) {
 	for o := 0; o < outer; o++ {
 		dst := out[o*inner : (o+1)*inner]
 		copy(dst, x[o*mid*inner:(o*mid+1)*inner])
 		for m := 1; m < mid; m++ {
 			src := x[(o*mid+m)*inner : (o*mid+m+1)*inner]
 			for i, v := range src {
-				if v > dst[i] || math.IsNaN(v) {
+				if v > dst[i] || v != v { // NaN wins
 					dst[i] = v
 				}
 			}
+		}
+	}
+}
+
+// rowSums sets out[i] to the sum of row i of x (rows of mid elements) for
+// i < len(out), computed in float64: term after term when x is float64
+// (the bits of graph/'s float64 sums), in four interleaved partial sums
+// (sum4) when it is float32, whose sums have no earlier bits to keep —
+// four times as fast, as a sum term after term waits for each addition.
+func rowSums[T, S float](out []S, x []T, mid int) {
+	var zero T
+	if unsafe.Sizeof(zero) == 4 {
+		for i := range out {
+			out[i] = S(sum4(x[i*mid : (i+1)*mid]))
+		}
+		return
+	}
+	for i := range out {
+		s := 0.0
+		for _, v := range x[i*mid : (i+1)*mid] {
+			s += float64(v)
+		}
+		out[i] = S(s)
+	}
+}
+
+// sum4 returns the sum of x in four interleaved float64 partial sums.
+func sum4[T float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		q := x[i : i+4 : i+4]
+		s0, s1, s2, s3 = s0+float64(q[0]), s1+float64(q[1]), s2+float64(q[2]), s3+float64(q[3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// addRows adds the rows of x (rows × len(acc), row-major) to acc, four
+// rows at a time with each column's terms still added one by one in row
+// order (the partial sum in a register), as bnStats does.
+func addRows[T float](acc []float64, x []T, rows int) {
+	c := len(acc)
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		x0, x1, x2, x3 := x[r*c:][:c], x[(r+1)*c:][:c], x[(r+2)*c:][:c], x[(r+3)*c:][:c]
+		for j := range acc {
+			acc[j] = acc[j] + float64(x0[j]) + float64(x1[j]) + float64(x2[j]) + float64(x3[j])
+		}
+	}
+	for ; r < rows; r++ {
+		xr := x[r*c:][:c]
+		for j := range acc {
+			acc[j] += float64(xr[j])
 		}
 	}
 }

@@ -28,7 +28,8 @@ import (
 // operations beside its IR operations.
 //
 // TestRegistry walks both tables: every IR operation has a name, a shape
-// rule, a kernel and a derivative rule (or is constant), and the op-table
+// rule, kernels in both precisions and a derivative rule (or is constant),
+// and the op-table
 // test (TestOpTable) computes every IR operation and reads every gorgonia
 // operation kind at least once, checking values against gorgonia's forward
 // pass and first and second derivatives against finite differences.
@@ -36,8 +37,12 @@ import (
 // opKind names an IR operation: its index in ops.
 type opKind uint8
 
-// kernel computes node n into out from its arguments' values in.
-type kernel func(n *node, out []float64, in [][]float64)
+// kernelOf computes node n into out from its arguments' values in, in the
+// precision T.
+type kernelOf[T float] func(n *node, out []T, in [][]T)
+
+// kernel is the float64 kernel of an operation.
+type kernel = kernelOf[float64]
 
 // mixedKernel is kernel for a node that reads float32 arguments: in32[k]
 // holds argument k when it is float32 (in[k] is then nil).
@@ -54,11 +59,13 @@ type opDef struct {
 	// in n.shape, checked), or panics with shapePanic naming what is
 	// inconsistent.
 	shape func(n *node) []int
-	// f64 is the forward kernel, in float64. A float32 kernel, for
-	// computing in float32 end to end, goes beside it as a field of its
-	// own; mixed computes the operation when an argument is float32 data
-	// (Objective.Float32Data), for the operations that read such data.
+	// f64 and f32 are the forward kernels in float64 and in float32
+	// (Objective.Float32); most are one generic function instantiated
+	// twice. mixed computes the operation in float64 when an argument is
+	// float32 data (Objective.Float32Data), for the operations that read
+	// such data.
 	f64   kernel
+	f32   kernelOf[float32]
 	mixed mixedKernel
 	// vjp returns the contribution of n's adjoint g to the adjoint of
 	// argument k, or nil for a structural zero; it is written with IR
@@ -83,8 +90,8 @@ var ops []opDef
 // that lacks a part, as a programmer error found at start-up.
 func define(d opDef) opKind {
 	switch {
-	case d.name == "" || d.shape == nil || d.f64 == nil:
-		panic("graph: the definition of operation " + strconv.Quote(d.name) + " lacks its name, shape rule or kernel")
+	case d.name == "" || d.shape == nil || d.f64 == nil || d.f32 == nil:
+		panic("graph: the definition of operation " + strconv.Quote(d.name) + " lacks its name, shape rule or a kernel (float64 and float32)")
 	case d.vjp == nil && !d.constant:
 		panic("graph: operation " + d.name + " has no derivative rule and is not constant")
 	case len(ops) >= 1<<8:

@@ -7,10 +7,24 @@ import "strconv"
 // leaves (bound to caller memory before each run), constants (their data)
 // and reshapes (which share their argument's buffer). Running a program
 // allocates nothing.
+//
+// A program computes in float64 (its buffers are bufs; float32 data,
+// Objective.Float32Data, are read by the mixed kernels from bufs32), or,
+// compiled with f32 (Objective.Float32), in float32: every step's buffer
+// is then in bufs32 and computed by the operations' float32 kernels.
+// Callers bind and read float64 vectors either way: a float32 program
+// narrows a float64 vector bound to a leaf into a buffer of its own (own32),
+// reads float32 data where they are, and widens an output when it is read
+// (out). The float64 path is unchanged by this: its kernels, buffers and
+// bits are those of a program without float32.
 type program struct {
 	steps    []step
+	f32      bool // computes in float32
 	bufs     [][]float64
-	bufs32   [][]float32   // the buffers of float32 leaves and constants
+	bufs32   [][]float32   // float32 leaves and constants; every step's buffer when f32
+	own32    [][]float32   // f32: the buffers float64 vectors bound to leaves are narrowed into
+	own64    [][]float64   // float64: the buffers float32 data bound to leaves are widened into
+	out64    [][]float64   // f32: the outputs, widened by out
 	index    map[*node]int // step of each node
 	outs     []int
 	argBuf   [][]float64 // scratch for one step's argument buffers
@@ -24,14 +38,15 @@ type step struct {
 	args  []int
 	alias bool // the output is the buffer of args[0] (reshape)
 	dyn   bool // depends on a dynamic leaf (see compile)
-	mixed bool // reads a float32 node (see evalMixed)
+	mixed bool // reads a float32 node (see evalMixed); float64 programs only
 }
 
-// compile builds the program computing outs. Steps that depend on a leaf in
-// dynamic are marked, so exec can recompute only them (a linearization:
-// everything else is a function of the fixed point).
-func compile(outs []*node, dynamic map[*node]bool) *program {
-	p := &program{index: map[*node]int{}}
+// compile builds the program computing outs, in float32 when f32 is set.
+// Steps that depend on a leaf in dynamic are marked, so exec can recompute
+// only them (a linearization: everything else is a function of the fixed
+// point).
+func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
+	p := &program{index: map[*node]int{}, f32: f32}
 	var visit func(n *node)
 	visit = func(n *node) {
 		if _, ok := p.index[n]; ok {
@@ -56,14 +71,21 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 	}
 	p.bufs = make([][]float64, len(p.steps))
 	p.bufs32 = make([][]float32, len(p.steps))
+	if f32 {
+		p.own32 = make([][]float32, len(p.steps))
+	}
 	maxArgs := 0
 	for i, st := range p.steps {
 		switch {
 		case st.n.op == opConst && st.n.f32:
 			p.bufs32[i] = st.n.data32
+		case st.n.op == opConst && f32:
+			p.bufs32[i] = narrowed(st.n.data)
 		case st.n.op == opConst:
 			p.bufs[i] = st.n.data
 		case st.n.op == opLeaf || st.alias:
+		case f32:
+			p.bufs32[i] = make([]float32, st.n.size)
 		default:
 			p.bufs[i] = make([]float64, st.n.size)
 		}
@@ -75,28 +97,55 @@ func compile(outs []*node, dynamic map[*node]bool) *program {
 	p.argBuf32 = make([][]float32, maxArgs)
 	for _, o := range outs {
 		p.outs = append(p.outs, p.index[o])
+		if f32 {
+			p.out64 = append(p.out64, make([]float64, o.size))
+		}
 	}
-	p.rows = planRows(p)
+	if !f32 { // row blocks (rowblock.go) run float64 kernels
+		p.rows = planRows(p)
+	}
 	return p
 }
 
-// bind points leaf n at buf for the next runs. Leaves the program does not
-// use are ignored.
+// bind points leaf n at buf for the next runs; a float32 program narrows
+// buf into a buffer of its own. Leaves the program does not use are
+// ignored.
 func (p *program) bind(n *node, buf []float64) {
 	if i, ok := p.index[n]; ok {
 		if len(buf) != n.size || n.f32 {
 			panic("graph: binding " + n.String() + " to a float64 buffer of length " + strconv.Itoa(len(buf)))
 		}
-		p.bufs[i] = buf
+		if !p.f32 {
+			p.bufs[i] = buf
+			return
+		}
+		if p.own32[i] == nil {
+			p.own32[i] = make([]float32, n.size)
+		}
+		narrowInto(p.own32[i], buf)
+		p.bufs32[i] = p.own32[i]
 	}
 }
 
-// bindArray binds leaf n to a, in the leaf's precision.
+// bindArray binds leaf n to a: float32 data where they are, in a float32
+// leaf or in a float32 program, and float64 values as bind does. A
+// float64 program reading float32 data through a leaf that is not float32
+// (the translation check's float64 run of a float32 problem) widens them
+// into a buffer of its own.
 func (p *program) bindArray(n *node, a array) {
 	i, ok := p.index[n]
 	switch {
 	case !ok:
-	case !n.f32:
+	case !n.f32 && a.f32 != nil && !p.f32:
+		if p.own64 == nil {
+			p.own64 = make([][]float64, len(p.steps))
+		}
+		if len(p.own64[i]) != len(a.f32) {
+			p.own64[i] = make([]float64, len(a.f32))
+		}
+		widenInto(p.own64[i], a.f32)
+		p.bind(n, p.own64[i])
+	case !n.f32 && (!p.f32 || a.f32 == nil):
 		p.bind(n, a.f64)
 	case len(a.f32) != n.size:
 		panic("graph: binding " + n.String() + " to a float32 buffer of length " + strconv.Itoa(len(a.f32)))
@@ -126,8 +175,16 @@ func (p *program) uses(n *node) bool {
 	return ok
 }
 
-// out returns the buffer of output i; it is overwritten by the next run.
-func (p *program) out(i int) []float64 { return p.bufs[p.outs[i]] }
+// out returns the values of output i in float64, in a buffer the next run
+// overwrites: the step's own buffer, or in a float32 program its values
+// widened.
+func (p *program) out(i int) []float64 {
+	if !p.f32 {
+		return p.bufs[p.outs[i]]
+	}
+	widenInto(p.out64[i], p.bufs32[p.outs[i]])
+	return p.out64[i]
+}
 
 // run executes every step.
 func (p *program) run() { p.exec(nil, runAll) }
@@ -170,7 +227,7 @@ func (p *program) exec(mask []bool, mode int) {
 		case st.n.op == opLeaf || st.n.op == opConst:
 			continue
 		case st.alias:
-			p.bufs[i] = p.bufs[st.args[0]]
+			p.bufs[i], p.bufs32[i] = p.bufs[st.args[0]], p.bufs32[st.args[0]]
 			continue
 		case mask != nil && !mask[i],
 			mode == runStatic && st.dyn,
@@ -178,6 +235,14 @@ func (p *program) exec(mask []bool, mode int) {
 			continue
 		case p.rows.runs(p, i, mask, mode):
 			continue // computed by its row segment
+		}
+		if p.f32 {
+			in := p.argBuf32[:len(st.args)]
+			for k, a := range st.args {
+				in[k] = p.bufs32[a]
+			}
+			ops[st.n.op].f32(st.n, p.bufs32[i], in)
+			continue
 		}
 		in := p.argBuf[:len(st.args)]
 		for k, a := range st.args {

@@ -18,15 +18,8 @@ func init() {
 			checkAxis("log-softmax", n.axis, n.args[0].shape)
 			return cloneInts(n.args[0].shape)
 		},
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.shape, n.axis)
-			if inner != 1 {
-				logSoftmax(out, in[0], outer, mid, inner)
-				return
-			}
-			x := in[0]
-			splitElems(len(out), mid, func(lo, hi int) { logSoftmax(out[lo:hi], x[lo:hi], (hi-lo)/mid, mid, 1) })
-		},
+		f64: logSoftmaxKernel(expInto),
+		f32: logSoftmaxKernel(expInto32),
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			x := n.args[0]
 			s := b.broadcast(b.reshape(b.reduce(opSum, g, n.axis), keepDims(x.shape, n.axis)), x.shape)
@@ -56,7 +49,24 @@ func (b *builder) logSoftmax(a *node, axis int) *node {
 	return b.add(&node{op: opLogSoftmax, args: []*node{a}, axis: axis})
 }
 
-func logSoftmax(out, x []float64, outer, mid, inner int) {
+// logSoftmaxKernel is the kernel of opLogSoftmax with the vector
+// exponential exp of its precision.
+func logSoftmaxKernel[T float](exp func(dst, x []T)) kernelOf[T] {
+	return func(n *node, out []T, in [][]T) {
+		outer, mid, inner := split3(n.shape, n.axis)
+		if inner != 1 {
+			logSoftmax(out, in[0], outer, mid, inner, exp)
+			return
+		}
+		x := in[0]
+		splitElems(len(out), mid, func(lo, hi int) { logSoftmax(out[lo:hi], x[lo:hi], (hi-lo)/mid, mid, 1, exp) })
+	}
+}
+
+// logSoftmax computes the log-softmax of x (outer×mid×inner) along its
+// middle axis into out, with the vector exponential exp. The sums of
+// exponentials and their logarithms are float64 in either precision.
+func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)) {
 	if inner == 1 {
 		// Rows: shift each by its maximum, vector exponentials over blocks
 		// of rows, then subtract the logarithms of the row sums.
@@ -73,38 +83,27 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 				dst[j] = v - m
 			}
 		}
-		// The exponentials go to a buffer on the stack, a block of rows
-		// at a time (a row at a time from the pool for rows longer than
-		// the buffer), so that no buffer the size of the data is kept.
-		var buf, sums [4096]float64
-		rows := max(1, len(buf)/mid)
+		// The exponentials go to a buffer from the pool (exp is a function
+		// value, so a buffer on the stack would escape), a block of about
+		// 4096 elements of whole rows at a time, so that no buffer the size
+		// of the data is kept; the sums to one on the stack.
+		var sums [4096]float64
+		rows := max(1, len(sums)/mid)
+		p := getBuf[T](min(outer, rows) * mid)
+		defer putBuf(p)
 		for o0 := 0; o0 < outer; o0 += rows {
 			o1 := min(outer, o0+rows)
 			seg := out[o0*mid : o1*mid]
-			e := buf[:min(len(seg), len(buf))]
-			var p *[]float64
-			if len(seg) > len(buf) {
-				p = getScratch(len(seg))
-				e = *p
-			}
-			expInto(e, seg)
+			e := (*p)[:len(seg)]
+			exp(e, seg)
 			ls := sums[:o1-o0]
-			for i := range ls {
-				s := 0.0
-				for _, v := range e[i*mid : (i+1)*mid] {
-					s += v
-				}
-				ls[i] = s
-			}
+			rowSums(ls, e, mid)
 			logInto(ls, ls)
 			for i, l := range ls {
 				dst := seg[i*mid : (i+1)*mid]
 				for j := range dst {
-					dst[j] -= l
+					dst[j] = T(float64(dst[j]) - l)
 				}
-			}
-			if p != nil {
-				putScratch(p)
 			}
 		}
 		return
@@ -114,17 +113,17 @@ func logSoftmax(out, x []float64, outer, mid, inner int) {
 			base := o*mid*inner + i
 			m := math.Inf(-1)
 			for j := 0; j < mid; j++ {
-				if v := x[base+j*inner]; v > m {
+				if v := float64(x[base+j*inner]); v > m {
 					m = v
 				}
 			}
 			s := 0.0
 			for j := 0; j < mid; j++ {
-				s += math.Exp(x[base+j*inner] - m)
+				s += math.Exp(float64(x[base+j*inner]) - m)
 			}
 			lse := m + math.Log(s)
 			for j := 0; j < mid; j++ {
-				out[base+j*inner] = x[base+j*inner] - lse
+				out[base+j*inner] = T(float64(x[base+j*inner]) - lse)
 			}
 		}
 	}

@@ -21,11 +21,11 @@ func init() {
 			}
 			return cloneInts(n.ints)
 		},
-		f64: func(n *node, out []float64, in [][]float64) { copy(out, in[0]) }, // programs alias it; this serves constant folding
+		f64: copyKernel[float64], f32: copyKernel[float32], // programs alias it; this serves constant folding
 		vjp: func(b *builder, n *node, _ int, g *node) *node { return b.reshape(g, n.args[0].shape) },
 	})
 	opTranspose = define(opDef{name: "transpose", arity: 1, shape: transposeShape, // ints: the permutation
-		f64: func(n *node, out []float64, in [][]float64) { transposeInto(out, in[0], n.args[0].shape, n.ints) },
+		f64: transposeKernel[float64], f32: transposeKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			inv := make([]int, len(n.ints))
 			for i, p := range n.ints {
@@ -35,11 +35,11 @@ func init() {
 		},
 	})
 	opBroadcast = define(opDef{name: "broadcast", arity: 1, shape: broadcastShape, // repeats size-1 axes of args[0] up to the node's shape
-		f64: func(n *node, out []float64, in [][]float64) { broadcastInto(out, in[0], n.args[0].shape, n.shape) },
+		f64: broadcastKernel[float64], f32: broadcastKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node { return b.reduceTo(g, n.args[0].shape) },
 	})
 	opConcat = define(opDef{name: "concat", arity: -1, shape: concatShape, // along axis
-		f64: concatInto,
+		f64: concatInto[float64], f32: concatInto[float32],
 		vjp: func(b *builder, n *node, k int, g *node) *node {
 			off := 0
 			for i := 0; i < k; i++ {
@@ -49,20 +49,13 @@ func init() {
 		},
 	})
 	opSlice = define(opDef{name: "slice", arity: 1, shape: sliceShape, // ints: start, end, step along axis; ints[3] == 1 drops the axis
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.args[0].shape, n.axis)
-			sliceCopy(out, in[0], outer, mid, inner, n.ints, false)
-		},
+		f64: sliceKernel[float64], f32: sliceKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			return b.sliceGrad(g, n.args[0].shape, n.axis, n.ints)
 		},
 	})
 	opSliceGrad = define(opDef{name: "slicegrad", arity: 1, shape: func(n *node) []int { return n.shape }, // args[0] placed into zeros of the node's shape, where opSlice with the same attributes reads
-		f64: func(n *node, out []float64, in [][]float64) {
-			outer, mid, inner := split3(n.shape, n.axis)
-			clear(out)
-			sliceCopy(in[0], out, outer, mid, inner, n.ints, true)
-		},
+		f64: sliceGradKernel[float64], f32: sliceGradKernel[float32],
 		vjp: func(b *builder, n *node, _ int, g *node) *node {
 			return b.slice(g, n.axis, n.ints[0], n.ints[1], n.ints[2], n.ints[3] == 1)
 		},
@@ -287,7 +280,30 @@ func (b *builder) concat(axis int, args []*node) *node {
 	return b.add(&node{op: opConcat, args: append([]*node{}, args...), axis: axis})
 }
 
-func concatInto(n *node, out []float64, in [][]float64) {
+// The kernels of the structural operations.
+
+func copyKernel[T float](n *node, out []T, in [][]T) { copy(out, in[0]) }
+
+func transposeKernel[T float](n *node, out []T, in [][]T) {
+	transposeInto(out, in[0], n.args[0].shape, n.ints)
+}
+
+func broadcastKernel[T float](n *node, out []T, in [][]T) {
+	broadcastInto(out, in[0], n.args[0].shape, n.shape)
+}
+
+func sliceKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.args[0].shape, n.axis)
+	sliceCopy(out, in[0], outer, mid, inner, n.ints, false)
+}
+
+func sliceGradKernel[T float](n *node, out []T, in [][]T) {
+	outer, mid, inner := split3(n.shape, n.axis)
+	clear(out)
+	sliceCopy(in[0], out, outer, mid, inner, n.ints, true)
+}
+
+func concatInto[T float](n *node, out []T, in [][]T) {
 	outer, _, inner := split3(n.shape, n.axis)
 	off := 0
 	for o := 0; o < outer; o++ {
@@ -340,7 +356,7 @@ func (b *builder) sliceGrad(g *node, shape []int, axis int, ints []int) *node {
 
 // sliceCopy copies the slice described by ints (start, end, step) along the
 // middle axis of big into small, or back from small into big when reverse.
-func sliceCopy(small, big []float64, outer, mid, inner int, ints []int, reverse bool) {
+func sliceCopy[T float](small, big []T, outer, mid, inner int, ints []int, reverse bool) {
 	start, end, stp := ints[0], ints[1], ints[2]
 	n := sliceLen(start, end, stp)
 	for o := 0; o < outer; o++ {
@@ -390,7 +406,7 @@ func walk(oshape, istr []int, f func(o, i int)) {
 	}
 }
 
-func transposeInto(out, x []float64, shape, perm []int) {
+func transposeInto[T float](out, x []T, shape, perm []int) {
 	// Merge runs of output axes that are adjacent input axes in order: a
 	// batched 2-D transpose ((n, h, w, c) to (n, c, h, w) is (n, hw, c) to
 	// (n, c, hw)) takes the tiled loop. cs holds the merged sizes in output
@@ -435,11 +451,24 @@ func transposeInto(out, x []float64, shape, perm []int) {
 	walk(oshape, ostr, func(o, i int) { out[o] = x[i] })
 }
 
-// transpose2 writes the transpose of the r×c matrix x to out, in tiles
-// that stay in cache.
-func transpose2(out, x []float64, r, c int) {
+// transpose2 writes the transpose of the r×c matrix x to out: eight rows
+// at a time by gemm's packing routines (8×8 transposes in registers), where
+// the processor has them, and the rest in tiles that stay in cache.
+func transpose2[T float](out, x []T, r, c int) {
+	rows := 0
+	for ; rows+8 <= r; rows += 8 {
+		k8 := packRowsFast(out[rows:], x[rows*c:], c, c, r)
+		if k8 == 0 {
+			break
+		}
+		for i := rows; i < rows+8; i++ { // the last c mod 8 columns
+			for j := k8; j < c; j++ {
+				out[j*r+i] = x[i*c+j]
+			}
+		}
+	}
 	const tile = 16
-	for i0 := 0; i0 < r; i0 += tile {
+	for i0 := rows; i0 < r; i0 += tile {
 		i1 := min(i0+tile, r)
 		for j0 := 0; j0 < c; j0 += tile {
 			j1 := min(j0+tile, c)
@@ -453,7 +482,7 @@ func transpose2(out, x []float64, r, c int) {
 	}
 }
 
-func broadcastInto(out, x []float64, ishape, oshape []int) {
+func broadcastInto[T float](out, x []T, ishape, oshape []int) {
 	if len(oshape) == 2 {
 		r, c := oshape[0], oshape[1]
 		switch {

@@ -31,6 +31,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		return nil, fmt.Errorf("graph: Unrolled needs T ≥ 0, a finite α > 0 and 0 ≤ β < 1; got T = %d, α = %v, β = %v", T, alpha, beta)
 	}
 	b := newBuilder()
+	b.f32 = p.f32
 	u := &Unrolled{p: p}
 	leaves := map[*G.Node]*node{}
 	for i, v := range p.outer {
@@ -92,7 +93,7 @@ func (p *Problem) Unrolled(T int, alpha, beta float64) (*Unrolled, error) {
 		}
 		outs = append(outs, d)
 	}
-	u.pr = compile(outs, nil)
+	u.pr = compile(outs, nil, p.f32)
 	return u, nil
 }
 

@@ -22,6 +22,14 @@ import (
 // that records its input's shape, BatchNorm's statistics, graph/'s draws
 // for random nodes and Dropout, Slice for At).
 //
+// A problem computed in float32 (Objective.Float32) is checked twice on
+// the same gorgonia values: its translation run in float64, as above, and
+// the float32 program of the same translation, whose every node must
+// agree to verifyTol32 — or, beyond that, give the node's float64 value to
+// verifyTol32 when the node alone is run in float32 on the float32
+// program's values of its arguments (explain32), so that a wrong float32
+// kernel is an error naming the node on the user's shapes.
+//
 // Inputs must agree exactly, and operations to verifyTol of the node's
 // largest magnitude. Rounding differences (our kernels sum in another
 // order) grow through ill-conditioned operations, so a node that differs
@@ -36,6 +44,11 @@ const (
 	// verifyTol bounds the difference of a node's value from gorgonia's,
 	// relative to the node's largest magnitude.
 	verifyTol = 1e-9
+	// verifyTol32 is verifyTol for the float32 program: float32's
+	// rounding (6e-8) grown by the sums of the products (about √k times
+	// for k terms) and by the operations between the inputs and the node,
+	// with a margin; a wrong kernel is off by far more.
+	verifyTol32 = 1e-4
 	// verifyElems bounds the number of elements of all the objective's
 	// nodes together in the check: it reads as many samples as fit, at
 	// least two.
@@ -63,11 +76,16 @@ func (p *Problem) verifyRows(lv int) []int {
 	return seq(0, m)
 }
 
+// verified is the outcome of the translation check: the largest
+// difference of a node's value from gorgonia's relative to the node's
+// largest magnitude, of the float64 translation and (Objective.Float32)
+// of the float32 program.
+type verified struct{ worst, worst32 float64 }
+
 // verify checks the translation of both objectives at (x, y) on the given
-// rows of each level's data (nil: verifyRows), and returns the largest
-// difference found relative to the node's magnitude.
-func (p *Problem) verify(x, y []float64, rows [2][]int) (float64, error) {
-	worst := 0.0
+// rows of each level's data (nil: verifyRows).
+func (p *Problem) verify(x, y []float64, rows [2][]int) (verified, error) {
+	var v verified
 	for lv := range p.levels {
 		r := rows[lv]
 		if r == nil {
@@ -84,33 +102,48 @@ func (p *Problem) verify(x, y []float64, rows [2][]int) (float64, error) {
 		if err != nil {
 			return d, err
 		}
-		worst = max(worst, d)
+		v.worst, v.worst32 = max(v.worst, d.worst), max(v.worst32, d.worst32)
 	}
-	return worst, nil
+	return v, nil
 }
 
 // verifyLevel compares graph/'s value of every node of the objective of
 // level lv with gorgonia's, at (x, y) on the given rows (nil: all).
-func (p *Problem) verifyLevel(lv int, x, y []float64, rows []int) (float64, error) {
+func (p *Problem) verifyLevel(lv int, x, y []float64, rows []int) (verified, error) {
+	var v verified
 	size := -1
 	if rows != nil {
 		size = len(rows)
 	}
 	w, err := p.world(lv, size)
 	if err != nil {
-		return 0, err
-	}
-	ours, err := p.ourValues(w, x, y, rows)
-	if err != nil {
-		return 0, err
+		return v, err
 	}
 	theirs, err := p.gorgoniaValues(lv, x, y, rows)
 	if err != nil {
-		return 0, err
+		return v, err
 	}
 	where := "on all samples"
 	if rows != nil {
 		where = fmt.Sprintf("on %d samples", len(rows))
+	}
+	where += " of the " + levelNames[lv]
+	if v.worst, err = p.compareValues(w, x, y, rows, theirs, false, where); err != nil || !p.f32 {
+		return v, err
+	}
+	v.worst32, err = p.compareValues(w, x, y, rows, theirs, true, where)
+	return v, err
+}
+
+// compareValues runs the translation of the world's nodes at (x, y) on the
+// given rows, in float32 when f32 is set, and compares every node's value
+// with gorgonia's (theirs), as the file comment says; it returns the
+// largest difference. where says what was evaluated, for the errors.
+func (p *Problem) compareValues(w *world, x, y []float64, rows []int, theirs map[*G.Node][]float64, f32 bool, where string) (float64, error) {
+	ours := p.ourValues(w, x, y, rows, f32)
+	tol, in := verifyTol, ""
+	if f32 {
+		tol, in = verifyTol32, " in float32"
 	}
 	worst := 0.0
 	for _, n := range p.src.order {
@@ -119,17 +152,26 @@ func (p *Problem) verifyLevel(lv int, x, y []float64, rows []int) (float64, erro
 		}
 		a, b := ours[n], theirs[n]
 		if len(a) != len(b) {
-			return 0, fmt.Errorf("graph: the translation of node %s has %d elements, gorgonia's value %d (%s of the %s)",
-				nodeName(n), len(a), len(b), where, levelNames[lv])
+			return 0, fmt.Errorf("graph: the translation of node %s has %d elements, gorgonia's value %d (%s)",
+				nodeName(n), len(a), len(b), where)
+		}
+		if f32 && n.Op() == nil { // inputs are read in float32
+			b = widened(narrowed(b))
 		}
 		d, at := difference(a, b)
-		if n.Op() == nil && d != 0 {
-			return 0, fmt.Errorf("graph: input node %s holds %v at %s in graph/'s program and %v in gorgonia's (%s of the %s)",
-				nodeName(n), a[at], elementName(n.Name(), w.ir[n].shape, at), b[at], where, levelNames[lv])
+		if n.Op() == nil && d > 0 {
+			return 0, fmt.Errorf("graph: input node %s holds %v at %s in graph/'s program%s and %v in gorgonia's (%s)",
+				nodeName(n), a[at], elementName(n.Name(), w.ir[n].shape, at), in, b[at], where)
 		}
-		if d > verifyTol {
-			if d, err = p.explain(w, n, ours, theirs, rows); err != nil {
-				return 0, fmt.Errorf("graph: the translation of node %s differs from gorgonia's value: %v (%s of the %s)", nodeName(n), err, where, levelNames[lv])
+		if d > tol && n.Op() != nil {
+			var err error
+			if f32 {
+				d, err = p.explain32(w, n, ours, rows)
+			} else {
+				d, err = p.explain(w, n, ours, theirs, rows)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("graph: the translation of node %s%s differs from gorgonia's value: %v (%s)", nodeName(n), in, err, where)
 			}
 		}
 		worst = max(worst, d)
@@ -151,20 +193,12 @@ func (p *Problem) explain(w *world, n *G.Node, ours, theirs map[*G.Node][]float6
 		vals        map[*G.Node][]float64
 		what, other string
 	}{{theirs, "on gorgonia's values of its arguments", "gorgonia"}, {ours, "on its arguments' values in the compiled program", "the compiled program"}} {
-		iso, err := p.isolated(w, n, side.vals, rows)
+		iso, err := p.isolated(w, n, side.vals, rows, false)
 		if err != nil {
 			return 0, err
 		}
 		want := side.vals[n]
-		scale, prod := magnitude(want), 1.0
-		for _, a := range p.src.args[n] {
-			m := magnitude(side.vals[a])
-			scale, prod = max(scale, m), prod*m
-		}
-		if len(p.src.args[n]) == 2 {
-			scale = max(scale, prod)
-		}
-		d, at := differenceAt(iso, want, scale)
+		d, at := differenceAt(iso, want, p.termScale(n, want, side.vals))
 		if d > verifyTol {
 			return 0, fmt.Errorf("%s, element %s is %v in graph/'s translation and %v in %s",
 				side.what, elementName(n.Name(), w.ir[n].shape, at), iso[at], want[at], side.other)
@@ -172,6 +206,44 @@ func (p *Problem) explain(w *world, n *G.Node, ours, theirs map[*G.Node][]float6
 		worst = max(worst, d)
 	}
 	return worst, nil
+}
+
+// termScale is the magnitude of node n's terms: of its value want, of its
+// arguments' values in vals and, for two arguments, of their product.
+func (p *Problem) termScale(n *G.Node, want []float64, vals map[*G.Node][]float64) float64 {
+	scale, prod := magnitude(want), 1.0
+	for _, a := range p.src.args[n] {
+		m := magnitude(vals[a])
+		scale, prod = max(scale, m), prod*m
+	}
+	if len(p.src.args[n]) == 2 {
+		scale = max(scale, prod)
+	}
+	return scale
+}
+
+// explain32 accepts a difference of node n's float32 value (in ours, the
+// float32 program's values) from gorgonia's when n's translation alone,
+// run in float32 on the float32 program's values of its arguments, gives
+// the value the same translation gives in float64 on the same arguments,
+// to verifyTol32 relative to the magnitude of its terms: the float32
+// kernels compute what the float64 ones do, and the difference is the
+// rounding of the arguments. It returns that difference.
+func (p *Problem) explain32(w *world, n *G.Node, ours map[*G.Node][]float64, rows []int) (float64, error) {
+	iso32, err := p.isolated(w, n, ours, rows, true)
+	if err != nil {
+		return 0, err
+	}
+	iso64, err := p.isolated(w, n, ours, rows, false)
+	if err != nil {
+		return 0, err
+	}
+	d, at := differenceAt(iso32, iso64, p.termScale(n, iso64, ours))
+	if d > verifyTol32 {
+		return 0, fmt.Errorf("on the float32 values of its arguments, element %s is %v in float32 and %v in float64",
+			elementName(n.Name(), w.ir[n].shape, at), iso32[at], iso64[at])
+	}
+	return d, nil
 }
 
 // magnitude is the largest finite |v_i|.
@@ -214,25 +286,26 @@ func differenceAt(a, b []float64, scale float64) (float64, int) {
 }
 
 // ourValues runs the world's translation of every node it reads at (x, y)
-// on the given rows and returns each node's values.
-func (p *Problem) ourValues(w *world, x, y []float64, rows []int) (map[*G.Node][]float64, error) {
+// on the given rows, in float32 when f32 is set, and returns each node's
+// values.
+func (p *Problem) ourValues(w *world, x, y []float64, rows []int, f32 bool) map[*G.Node][]float64 {
 	var outs []*node
 	for _, ir := range w.ir {
 		outs = append(outs, ir)
 	}
-	pr := compile(outs, nil)
+	pr := compile(outs, nil, f32)
 	w.bind(p, pr, x, y, w.batchData(p, pr, rows, true))
 	pr.run()
 	defer pr.release()
 	vals := make(map[*G.Node][]float64, len(w.ir))
 	for n, ir := range w.ir {
-		if i := pr.index[ir]; ir.f32 {
+		if i := pr.index[ir]; ir.f32 || f32 {
 			vals[n] = widened(pr.bufs32[i])
 		} else {
 			vals[n] = pr.bufs[i] // read only, before the caller's x and y change
 		}
 	}
-	return vals, nil
+	return vals
 }
 
 // gorgoniaValues evaluates the objective of level lv with gorgonia's own
@@ -376,9 +449,12 @@ func (c *checkGraph) remake(n *G.Node, args, cargs []*G.Node) (*G.Node, error) {
 }
 
 // isolated evaluates graph/'s translation of n alone on the values vals
-// of its arguments, for the given rows of the level's data.
-func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64, rows []int) ([]float64, error) {
+// of its arguments, for the given rows of the level's data, in float32
+// when f32 is set (then nothing is computed when the nodes are built: see
+// builder.noFold).
+func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64, rows []int, f32 bool) ([]float64, error) {
 	b := newBuilder()
+	b.noFold = true
 	im := p.checkImporter(b, w.level, rows)
 	for _, a := range p.src.args[n] {
 		v, ok := vals[a]
@@ -391,7 +467,9 @@ func (p *Problem) isolated(w *world, n *G.Node, vals map[*G.Node][]float64, rows
 	if err != nil {
 		return nil, err
 	}
-	return evaluate(out), nil
+	pr := compile([]*node{out}, nil, f32)
+	pr.run()
+	return append([]float64{}, pr.out(0)...), nil
 }
 
 // checkImporter returns an importer onto b for translating nodes of level

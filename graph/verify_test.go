@@ -114,3 +114,32 @@ func TestSetDataOtherLevel(t *testing.T) {
 		t.Errorf("translation after SetData: %v", r.TranslationErr)
 	}
 }
+
+// TestVerifyCatchesFloat32Kernels: a float32 kernel that computes
+// something else than its float64 twin (here tanh's, off by 1% — a wrong
+// polynomial, say) makes Compile of a Float32 problem fail naming the
+// node, while the same objective in float64 compiles.
+func TestVerifyCatchesFloat32Kernels(t *testing.T) {
+	obj, _ := staleCase(t)
+	if _, err := Compile(obj); err != nil {
+		t.Fatal(err)
+	}
+	saved := ops[opTanh].f32
+	defer func() { ops[opTanh].f32 = saved }()
+	ops[opTanh].f32 = func(n *node, out []float32, in [][]float32) {
+		saved(n, out, in)
+		for i := range out {
+			out[i] *= 1.01
+		}
+	}
+	obj.Float32 = true
+	_, err := Compile(obj)
+	if err == nil || !strings.Contains(err.Error(), `"tanh`) || !strings.Contains(err.Error(), "in float32") {
+		t.Errorf("Compile with a wrong float32 tanh: %v, want an error naming the tanh node", err)
+	}
+	t.Logf("Compile with a wrong float32 tanh: %v", err)
+	ops[opTanh].f32 = saved
+	if _, err := Compile(obj); err != nil {
+		t.Errorf("Compile in float32 with the right kernel: %v", err)
+	}
+}

@@ -25,8 +25,11 @@ type world struct {
 	bound   []array // scratch for batchData
 	progs   map[int]*program
 	sweep   *sweepProgram // FixedX's lower-level program (mixedsum.go)
-	level   int
-	ir      map[*G.Node]*node // the translation of each node of the objective
+	// grads holds the steps of FixedX's gradient program (progGradXY at
+	// fixed x) that its ∇x outputs, its ∇y outputs and both need.
+	grads [3][]bool
+	level int
+	ir    map[*G.Node]*node // the translation of each node of the objective
 }
 
 // Program kinds.
@@ -52,6 +55,7 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 	}
 	l := &p.levels[lv]
 	b := newBuilder()
+	b.f32 = p.f32
 	w := &world{p: p, b: b, progs: map[int]*program{}, level: lv}
 	leaves := map[*G.Node]*node{}
 	for i, v := range p.outer {
@@ -104,7 +108,9 @@ func (p *Problem) world(lv, batch int) (*world, error) {
 }
 
 // dataLeaf appends to leaves a leaf for the data node d with the given
-// shape, in d's precision, and returns the node objectives read it as.
+// shape, in d's precision, and returns the node objectives read it as. In
+// a problem computed in float32 every leaf is read as it is: its programs
+// bind float32 data where they are (program.bindArray).
 func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
 	f32 := false
 	for _, l := range w.p.levels {
@@ -112,7 +118,7 @@ func (w *world) dataLeaf(d *G.Node, shape []int, leaves *[]*node) *node {
 			f32 = f32 || e == d && l.full[i].f32 != nil
 		}
 	}
-	if f32 {
+	if f32 && !w.p.f32 {
 		*leaves = append(*leaves, w.b.leaf32(d.Name(), shape))
 		return w.b.widen((*leaves)[len(*leaves)-1])
 	}
@@ -250,9 +256,32 @@ func (w *world) program(p *Problem, kind int) *program {
 			}
 		}
 	}
-	pr := compile(outs, dynamic)
+	pr := w.compile(outs, dynamic)
 	w.progs[kind] = pr
 	return pr
+}
+
+// gradNeed returns the steps of pr, the world's gradient program at
+// fixed x, that its ∇x outputs (x), its ∇y outputs (y) or both need.
+func (w *world) gradNeed(pr *program, x, y bool) []bool {
+	k := b2i(y) + 2*b2i(x) - 1 // 0: ∇y, 1: ∇x, 2: both
+	if w.grads[k] == nil {
+		var outs []int
+		if x {
+			outs = seq(0, len(w.x))
+		}
+		if y {
+			outs = append(outs, seq(len(w.x), len(w.x)+len(w.y))...)
+		}
+		w.grads[k] = pr.need(outs...)
+	}
+	return w.grads[k]
+}
+
+// compile compiles a program of the world in the problem's precision
+// (Objective.Float32).
+func (w *world) compile(outs []*node, dynamic map[*node]bool) *program {
+	return compile(outs, dynamic, w.p.f32)
 }
 
 // batchData returns the data buffers of the batch for the data leaves pr

@@ -85,7 +85,7 @@ func BenchmarkIteration(b *testing.B) {
 // queries per class and 16 features.
 func BenchmarkHeadSweep(b *testing.B) {
 	cnn := models.CNNSettings{Filters: 16}
-	h, err := newHead(5, 25, 5, cnn)
+	h, err := newHead(5, 25, 5, cnn, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (e *Evaluator) Evaluate(phi []float64, src *Tasks, first, n int) (Accuracy,
 		return Accuracy{}, err
 	}
 	if e.ws == nil {
-		e.ws = newWorkers(e.Workers, e.CNN, e.Ways)
+		e.ws = newWorkers(e.Workers, e.CNN, e.Ways, false)
 	}
 	return evaluate(e.ws, e.Ways, src, first, n, func(w *worker, t *data.Task) (float64, float64, error) {
 		return fitHead(w, t, feats, e.Ways, e.CNN.NoBias, phi, nil, steps, alpha)

@@ -102,6 +102,16 @@ type Settings struct {
 	// the Workers goroutines (dist.MetaTasks: on worker processes); the
 	// result is the same, bit for bit. Evaluation stays in process.
 	Runner TaskRunner
+	// Float32 computes the tasks' oracles in float32
+	// (graph.Objective.Float32): the backbone's features, the head's inner
+	// loop and the meta-gradient through them, with the images held in
+	// float32; the parameters, the inner iterates, the sweep's adjoints
+	// and CG's vectors stay float64. The meta-gradient is then the
+	// float64 one up to float32 rounding grown through the inner loop
+	// (TestFloat32Step: within 3e-7 relative), more for AID when CG is
+	// stopped in the middle of its convergence, which amplifies the
+	// rounding of its products (7e-4 measured).
+	Float32 bool
 }
 
 func (s Settings) withDefaults() (Settings, error) {
@@ -229,7 +239,7 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 	if ways < 2 {
 		return nil, fmt.Errorf("meta: %d ways; want at least 2", ways)
 	}
-	pr, err := newProbe(1, cnn)
+	pr, err := newProbe(1, cnn, false)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +253,7 @@ func NewLearner(s Settings, cnn models.CNNSettings, ways int) (*Learner, error) 
 	}
 	l.st.Params = make([]float64, n)
 	pr.p.X0(l.st.Params[:l.dimX])
-	l.workers = newWorkers(s.Workers, cnn, ways)
+	l.workers = newWorkers(s.Workers, cnn, ways, s.Float32)
 	for _, w := range l.workers {
 		w.cg = implicit.CG{Tol: 1e-10, MaxIter: s.CGSteps}
 	}

@@ -128,13 +128,13 @@ func NewPretrainer(ds *data.Dataset, base []int, cnn models.CNNSettings, s Pretr
 	p.workers = min(p.workers, ns)
 	for i := 0; i < ns; i++ {
 		n := s.Batch/ns + b2i(i < s.Batch%ns)
-		pr, err := newProbe(n, cnn)
+		pr, err := newProbe(n, cnn, false)
 		if err != nil {
 			return nil, err
 		}
 		sh := &pretrainShare{n: n, pr: pr, images: make([]float64, n*side*side), labels: make([]int, n),
 			feats: make([]float64, 2*n*feats), gradFeat: make([]float64, 2*n*feats), gradPhi: make([]float64, pr.p.DimX())}
-		if sh.head, err = newHead(n, n, p.classes, cnn); err != nil {
+		if sh.head, err = newHead(n, n, p.classes, cnn, false); err != nil {
 			return nil, err
 		}
 		sh.gradHead = make([]float64, sh.head.head.DimY())

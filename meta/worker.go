@@ -27,7 +27,7 @@ type probe struct {
 	images []float64
 }
 
-func newProbe(n int, s models.CNNSettings) (*probe, error) {
+func newProbe(n int, s models.CNNSettings, f32 bool) (*probe, error) {
 	side := s.Side
 	if side == 0 {
 		side = 28
@@ -36,7 +36,7 @@ func newProbe(n int, s models.CNNSettings) (*probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := m.Compile()
+	p, err := compile(&m.Model, f32)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ type headProblem struct {
 	ys, yq []float64 // one-hot labels
 }
 
-func newHead(ns, nq, ways int, cnn models.CNNSettings) (*headProblem, error) {
+func newHead(ns, nq, ways int, cnn models.CNNSettings, f32 bool) (*headProblem, error) {
 	feats, err := models.CNNFeatures(cnn)
 	if err != nil {
 		return nil, err
@@ -75,11 +75,19 @@ func newHead(ns, nq, ways int, cnn models.CNNSettings) (*headProblem, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := hm.Compile()
+	p, err := compile(&hm.Model, f32)
 	if err != nil {
 		return nil, err
 	}
 	return &headProblem{head: p, hm: hm, ways: ways}, nil
+}
+
+// compile compiles m's objective, computed in float32 when f32 is set
+// (Settings.Float32).
+func compile(m *models.Model, f32 bool) (*graph.Problem, error) {
+	obj := m.Objective
+	obj.Float32 = f32
+	return graph.Compile(obj)
 }
 
 // setLabels stores the one-hot labels of a task in the head problem.
@@ -135,6 +143,7 @@ const (
 type worker struct {
 	cnn    models.CNNSettings
 	ways   int
+	f32    bool // Settings.Float32
 	sets   map[[2]int]*taskProblems
 	unroll unroll.Unroller
 	cg     implicit.CG
@@ -215,13 +224,13 @@ func finite(v []float64) bool {
 	return !math.IsNaN(s) && !math.IsInf(s, 0)
 }
 
-func newWorkers(n int, cnn models.CNNSettings, ways int) []*worker {
+func newWorkers(n int, cnn models.CNNSettings, ways int, f32 bool) []*worker {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	ws := make([]*worker, n)
 	for i := range ws {
-		ws[i] = &worker{cnn: cnn, ways: ways, sets: map[[2]int]*taskProblems{}}
+		ws[i] = &worker{cnn: cnn, ways: ways, f32: f32, sets: map[[2]int]*taskProblems{}}
 	}
 	return ws
 }
@@ -238,13 +247,13 @@ func (w *worker) problems(ns, nq int, n need) (*taskProblems, error) {
 			return nil, err
 		}
 		tp = &taskProblems{ns: ns, nq: nq}
-		if tp.ps, err = newProbe(ns, w.cnn); err != nil {
+		if tp.ps, err = newProbe(ns, w.cnn, w.f32); err != nil {
 			return nil, err
 		}
-		if tp.pq, err = newProbe(nq, w.cnn); err != nil {
+		if tp.pq, err = newProbe(nq, w.cnn, w.f32); err != nil {
 			return nil, err
 		}
-		if tp.headProblem, err = newHead(ns, nq, w.ways, w.cnn); err != nil {
+		if tp.headProblem, err = newHead(ns, nq, w.ways, w.cnn, w.f32); err != nil {
 			return nil, err
 		}
 		tp.feats = make([]float64, (ns+nq)*feats)
@@ -267,12 +276,12 @@ func (w *worker) problems(ns, nq int, n need) (*taskProblems, error) {
 		if tp.cm, err = models.CNN(support, query, w.ways, w.cnn); err != nil {
 			return nil, err
 		}
-		tp.cnn, err = tp.cm.Compile()
+		tp.cnn, err = compile(&tp.cm.Model, w.f32)
 	} else {
 		if tp.im, err = models.CNNInit(support, query, w.ways, w.cnn); err != nil {
 			return nil, err
 		}
-		tp.init, err = tp.im.Compile()
+		tp.init, err = compile(&tp.im.Model, w.f32)
 	}
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -60,14 +61,10 @@ func TestCNNCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			p32 := compile32(t, m.Objective)
 			for k := 0; k < 2; k++ {
 				x, y := cnnPoint(rng, p)
-				r := graph.Check(p, x, y, &graph.CheckSettings{Seed: uint64(k + 1)})
-				if r.Max() > 1e-6 || math.IsNaN(r.Max()) {
-					t.Errorf("point %d: oracle errors above 1e-6: %v", k, r)
-				} else {
-					t.Logf("point %d: max %.1e (%v)", k, r.Max(), r)
-				}
+				checkBoth(t, fmt.Sprintf("point %d", k), p, p32, x, y, &graph.CheckSettings{Seed: uint64(k + 1)})
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -36,6 +37,7 @@ func TestCNNInit(t *testing.T) {
 	if p.DimX() != pc.DimX()+pc.DimY() || p.DimY() != p.DimX() {
 		t.Fatalf("dimensions x %d, y %d; want CNN's %d + %d for both", p.DimX(), p.DimY(), pc.DimX(), pc.DimY())
 	}
+	p32 := compile32(t, m.Objective)
 	x0 := p.X0(nil)
 	if want := append(pc.X0(nil), pc.Y0(nil)...); maxDiff(x0, want) != 0 {
 		t.Error("θ_0 does not start at CNN's initial point")
@@ -45,12 +47,7 @@ func TestCNNInit(t *testing.T) {
 		for i := range x {
 			x[i] += 0.2 * rng.NormFloat64()
 		}
-		r := graph.Check(p, x, y, &graph.CheckSettings{Seed: uint64(k + 1)})
-		if r.Max() > 1e-6 || math.IsNaN(r.Max()) {
-			t.Errorf("point %d: oracle errors above 1e-6: %v", k, r)
-		} else {
-			t.Logf("point %d: max %.1e (%v)", k, r.Max(), r)
-		}
+		checkBoth(t, fmt.Sprintf("point %d", k), p, p32, x, y, &graph.CheckSettings{Seed: uint64(k + 1)})
 		theta := make([]float64, len(x))
 		for i := range theta {
 			theta[i] = x[i] + y[i]

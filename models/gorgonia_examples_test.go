@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -106,13 +107,12 @@ func checkExample(t *testing.T, obj graph.Objective, randomness int, lower, uppe
 	for i := range y {
 		y[i] += 0.05 * rng.NormFloat64()
 	}
+	p32 := compile32(t, obj)
 	for _, s := range []*graph.CheckSettings{nil, {LowerBatch: lower, UpperBatch: upper}} {
 		if s != nil && lower == nil && upper == nil {
 			continue
 		}
-		if r := graph.Check(p, x, y, s); r.Max() > 1e-6 || r.TranslationErr != nil {
-			t.Errorf("graph.Check (batches %v): %v", s, r)
-		}
+		checkBoth(t, fmt.Sprintf("graph.Check (batches %v)", s), p, p32, x, y, s)
 	}
 }
 
