@@ -36,10 +36,16 @@
 // that all oracles of one batch see the same numbers; SetTraining(false)
 // evaluates without them, as gorgonia's EvalMode does.
 //
-// Graphs are float64. Objective.Float32Data holds the data in float32
-// instead: the products that read them stream half the bytes, and the
-// arithmetic stays float64, so the oracles are those of the problem whose
-// data are the rounded values, to the last few bits.
+// Graphs are written in float64, and the programs compute in float64 by
+// default. Objective.Float32Data holds the data in float32 instead: the
+// products that read them stream half the bytes, and the arithmetic stays
+// float64, so the oracles are those of the problem whose data are the
+// rounded values, to the last few bits. Objective.Float32 computes in
+// float32 end to end — values, adjoints and second-order products by
+// float32 kernels (long sums accumulated in float64) — while the
+// Problem's vectors stay float64; Compile checks every node's float32
+// value against gorgonia's forward pass, and Check compares every float32
+// oracle with the same objective computed in float64.
 //
 // Check compares every oracle with central finite differences and every
 // node with gorgonia's forward pass; the tests of this package run it over

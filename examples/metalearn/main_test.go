@@ -132,6 +132,50 @@ func TestMAML(t *testing.T) {
 	}
 }
 
+// TestFloat32 runs ITD-BiO with -float32 beside the same run in float64:
+// the backbones agree to float32 rounding (relative 1e-5 of the largest
+// parameter), the checkpoint records the precision, and a float64
+// checkpoint is not resumed in float32.
+func TestFloat32(t *testing.T) {
+	if testing.Short() {
+		t.Skip("meta-trains")
+	}
+	out64, out32 := t.TempDir(), t.TempDir()
+	args := func(out string, extra ...string) config {
+		t.Helper()
+		c, err := parse(append([]string{"-quiet", "-out", out, "-methods", "itd", "-filters", "4", "-queries", "2", "-iters", "4",
+			"-eval-every", "2", "-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false"}, extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := run(args(out64)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(args(out32, "-float32")); err != nil {
+		t.Fatal(err)
+	}
+	var ck64, ck32 runCheckpoint
+	readCk(t, filepath.Join(out64, "checkpoints", "5w1s-itd.ckpt"), &ck64)
+	readCk(t, filepath.Join(out32, "checkpoints", "5w1s-itd.ckpt"), &ck32)
+	if strings.Contains(ck64.Key, "float32") || !strings.HasSuffix(ck32.Key, " float32") {
+		t.Errorf("checkpoint keys %q (float64) and %q (float32): want the precision in the second only", ck64.Key, ck32.Key)
+	}
+	scale, diff := 0.0, 0.0
+	for i, v := range ck64.State.Params {
+		scale = max(scale, math.Abs(v))
+		diff = max(diff, math.Abs(ck32.State.Params[i]-v))
+	}
+	t.Logf("float32 against float64 backbone after 4 iterations: %.2g relative", diff/scale)
+	if diff > 1e-5*scale || diff == 0 {
+		t.Errorf("float32 backbone differs from float64 by %g (largest parameter %g); want within 1e-5 relative, and not equal", diff, scale)
+	}
+	if _, err := run(args(out64, "-float32", "-resume")); err == nil || !strings.Contains(err.Error(), "other settings") {
+		t.Errorf("resuming a float64 checkpoint with -float32: error %v; want one saying it was made with other settings", err)
+	}
+}
+
 func readCk(t *testing.T, path string, v *runCheckpoint) {
 	t.Helper()
 	if err := meta.ReadCheckpoint(path, v); err != nil {
