@@ -118,6 +118,14 @@ func (k opKind) def() *opDef { return &ops[k] }
 // eval computes node n into out from its argument values in.
 func eval(n *node, out []float64, in [][]float64) { ops[n.op].f64(n, out, in) }
 
+// kernelIn returns the kernel of operation op in the precision T.
+func kernelIn[T float](op opKind) kernelOf[T] {
+	if k, ok := any(ops[op].f64).(kernelOf[T]); ok {
+		return k
+	}
+	return any(ops[op].f32).(kernelOf[T])
+}
+
 // importRule is how graph/ reads one kind of gorgonia operation.
 type importRule struct {
 	// doc names the gorgonia constructors that make the operation, for

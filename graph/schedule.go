@@ -101,10 +101,16 @@ func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
 			p.out64 = append(p.out64, make([]float64, o.size))
 		}
 	}
-	if !f32 { // row blocks (rowblock.go) run float64 kernels
-		p.rows = planRows(p)
-	}
+	p.rows = planRows(p)
 	return p
+}
+
+// elemBytes returns the size of an element of the program's buffers.
+func (p *program) elemBytes() int {
+	if p.f32 {
+		return 4
+	}
+	return 8
 }
 
 // bind points leaf n at buf for the next runs; a float32 program narrows
