@@ -23,7 +23,7 @@ import (
 //   - row steps, whose output has n rows, each computed from the same row
 //     of their row arguments and from global arguments: elementwise
 //     operations (a row or a single element of a global argument
-//     repeated), log-softmax, sums and maxima along an axis after the
+//     repeated), log-softmax and its adjoint, sums and maxima along an axis after the
 //     first, reshapes and broadcasts that keep the rows, and products
 //     A·B with A by rows, B global and at most narrow columns;
 //   - sums over the rows: products Aᵀ·B of two row arguments, B with at
@@ -215,7 +215,7 @@ func (p *program) rowStep(i, n int) bool {
 			}
 		}
 		return true
-	case opLogSoftmax, opSum, opMax:
+	case opLogSoftmax, opLogSoftmaxAdjoint, opSum, opMax:
 		return nd.axis > 0 && nd.args[0].shape[0] == n
 	case opReshape:
 		return len(nd.args[0].shape) > 0 && nd.args[0].shape[0] == n
@@ -366,7 +366,7 @@ func (p *program) readsByRows(i, k, n int) bool {
 		return k == 0
 	case nd.op == opMatMul, nd.op == opSum && nd.axis == 0:
 		return true
-	case nd.op == opReshape, nd.op == opLogSoftmax, nd.op == opSum, nd.op == opMax:
+	case nd.op == opReshape, nd.op == opLogSoftmax, nd.op == opLogSoftmaxAdjoint, nd.op == opSum, nd.op == opMax:
 		return true // row steps of their argument's rows
 	}
 	return len(a.shape) == len(nd.shape) && a.shape[0] == n
