@@ -104,23 +104,19 @@ func logSoftmax[T float](out, x []T, outer, mid, inner int, exp func(dst, x []T)
 			o1 := min(outer, o0+rows)
 			seg := out[o0*mid : o1*mid]
 			for r := o0 * mid; r < o1*mid; r += mid {
-				row, dst := x[r:r+mid], out[r:r+mid]
-				m := row[0]
-				for _, v := range row[1:] {
-					if v > m {
-						m = v
-					}
-				}
-				for j, v := range row {
-					dst[j] = v - m
-				}
+				shiftByMax(out[r:r+mid], x[r:r+mid])
 			}
 			e := (*p)[:len(seg)]
 			exp(e, seg)
 			ls := sums[:o1-o0]
 			rowSums(ls, e, mid)
 			logInto(ls, ls)
+			seg32, f32 := any(seg).([]float32)
 			for i, l := range ls {
+				if f32 {
+					subLog32(seg32[i*mid:(i+1)*mid], l)
+					continue
+				}
 				dst := seg[i*mid : (i+1)*mid]
 				for j := range dst {
 					dst[j] = T(float64(dst[j]) - l)
@@ -213,6 +209,13 @@ func logSoftmaxAdjoint[T float](out, g, ls []T, outer, mid, inner int, exp func(
 		sb, eb := (*s)[:(o1-o0)*inner], (*e)[:len(gb)]
 		sumAxis(sb, gb, o1-o0, mid, inner)
 		exp(eb, ls[o0*row:o1*row])
+		if o32, f32 := any(ob).([]float32); f32 && inner == 1 {
+			g32, e32, s32 := any(gb).([]float32), any(eb).([]float32), any(sb).([]float32)
+			for o, sv := range s32 {
+				mulSub32(o32[o*mid:(o+1)*mid], g32[o*mid:(o+1)*mid], e32[o*mid:(o+1)*mid], sv)
+			}
+			continue
+		}
 		for o := range o1 - o0 {
 			so := sb[o*inner : (o+1)*inner]
 			for j := range mid {
@@ -222,5 +225,24 @@ func logSoftmaxAdjoint[T float](out, g, ls []T, outer, mid, inner int, exp func(
 				}
 			}
 		}
+	}
+}
+
+// shiftByMax sets dst to row minus the row's maximum (in float32,
+// rowMax32 and shift32: the same values, a zero's sign or a NaN aside,
+// where a NaN makes the whole row's log-softmax NaN).
+func shiftByMax[T float](dst, row []T) {
+	if r32, ok := any(row).([]float32); ok {
+		shift32(any(dst).([]float32), r32, rowMax32(r32))
+		return
+	}
+	m := row[0]
+	for _, v := range row[1:] {
+		if v > m {
+			m = v
+		}
+	}
+	for j, v := range row {
+		dst[j] = v - m
 	}
 }
