@@ -1,10 +1,8 @@
 package graph
 
 import (
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -39,16 +37,10 @@ func softmaxObjective(t *testing.T, n, d, c, axis int, f32 bool) *Problem {
 // programs.
 func fusedSteps(p *Problem) int {
 	k := 0
-	for _, w := range p.worlds {
-		progs := slices.Collect(maps.Values(w.progs))
-		if w.sweep != nil {
-			progs = append(progs, w.sweep.prog)
-		}
-		for _, pr := range progs {
-			for _, st := range pr.steps {
-				if st.n.op == opLogSoftmaxAdjoint {
-					k++
-				}
+	for _, pr := range programs(p) {
+		for _, st := range pr.steps {
+			if st.n.op == opLogSoftmaxAdjoint {
+				k++
 			}
 		}
 	}
@@ -65,7 +57,7 @@ func fusedSteps(p *Problem) int {
 // blocks.
 func TestLogSoftmaxAdjointFused(t *testing.T) {
 	defer func(b, m int) { blockBytes, blockMinBytes = b, m }(blockBytes, blockMinBytes)
-	batch := []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 35, 8, 9, 7, 9, 3, 2, 36, 0, 30, 31, 12, 13, 14}
+	batch := rowBatch
 	for _, c := range []struct {
 		name          string
 		n, d, k, axis int
