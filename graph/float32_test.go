@@ -203,21 +203,49 @@ func TestFloat32(t *testing.T) {
 }
 
 // TestFloat32RowBlocks runs the float32 scenario with row blocks planned
-// wherever they apply (rowblock.go): the float64 problem's programs run
-// by blocks, the float32 problem's unblocked (row blocks run float64
-// kernels), and the two still agree to float32 rounding.
+// wherever they apply (rowblock.go; blocks of 24 rows, then of 12, in two
+// parts with partial blocks), the float32 and the float64 problems' programs
+// run by blocks: the float32 problem's programs must hold row segments,
+// agree with the float64 problem to float32 rounding (float32Scenario,
+// 1e-5), and every oracle of rowBlockOracles agree with the same float32
+// problem run unblocked to 1e-6 relative (in norm): the blocks only
+// change the order of the float64 sums over rows and add one float32
+// rounding per block's product.
 func TestFloat32RowBlocks(t *testing.T) {
 	defer func(b, m int) { blockBytes, blockMinBytes = b, m }(blockBytes, blockMinBytes)
-	blockBytes, blockMinBytes = 1<<12, 0
-	p32, _, _, worst := float32Scenario(t, func(o *Objective) { o.Float32 = true }, 1e-5)
-	for _, w := range p32.worlds {
-		for kind, pr := range w.progs {
-			if pr.rows != nil {
-				t.Errorf("float32 program %d planned row blocks", kind)
+	const tol = 1e-6
+	const n, d, c, nv = 300, 40, 3, 50
+	compile := func() *Problem {
+		o := mixedObjective(n, d, c, nv, 5, false, false)
+		o.Float32 = true
+		p, err := Compile(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	batch := append([]int{299, 150, 151}, rowBatch...)
+	blockBytes, blockMinBytes = 16<<20, 16<<20
+	want := oracleValues(compile(), batch)
+	for _, rows := range []int{24, 12} {
+		blockBytes, blockMinBytes = rows*d*4, 0
+		p32, _, _, worst := float32Scenario(t, func(o *Objective) { o.Float32 = true }, 1e-5)
+		if segments(p32) == 0 {
+			t.Errorf("blocks of %d rows: no float32 program runs by blocks of rows", rows)
+		}
+		t.Logf("blocks of %d rows: %d steps in row segments, largest relative difference from float64 %.2e", rows, segments(p32), worst)
+		p := compile()
+		got := oracleValues(p, batch)
+		worst = 0
+		for i := range want {
+			e := relErr(got[i], want[i])
+			worst = max(worst, e)
+			if !(e <= tol) {
+				t.Errorf("blocks of %d rows: oracle output %d differs from the unblocked float32 program by %.2e relative", rows, i, e)
 			}
 		}
+		t.Logf("blocks of %d rows: worst relative difference from the unblocked float32 program %.1e (tolerance %g)", rows, worst, tol)
 	}
-	t.Logf("largest relative difference from float64 by row blocks: %.2e", worst)
 }
 
 // float32Scenario compiles mixedObjective with set applied to it (data in

@@ -561,7 +561,7 @@ func opRow(t *testing.T, c opCase, tol float64, irOps map[opKind]bool, kinds map
 // every gorgonia operation graph/ reads or rejects says what it is.
 func TestRegistry(t *testing.T) {
 	for k, d := range ops {
-		if d.name == "" || d.shape == nil || d.f64 == nil || d.f32 == nil || (d.vjp == nil) != d.constant {
+		if d.name == "" || d.shape == nil || d.f64 == nil || d.f32 == nil || (d.vjp == nil) != (d.constant || d.fuse != nil) {
 			t.Errorf("operation %d (%q): name, shape rule, kernels in float64 and float32 and a derivative rule unless constant are required", k, d.name)
 		}
 	}

@@ -81,7 +81,17 @@ type opDef struct {
 	// elem is the function of an elementwise binary operation, for the
 	// loops that have no specialized form.
 	elem func(x, y float64) float64
+	// fuse marks an operation that only compile makes, after
+	// differentiation, in place of the primitives that compute the same
+	// values (the log-softmax's adjoint): fuse(n) returns the node of the
+	// operation that computes n, or nil when n is not of its pattern. Such
+	// an operation is never differentiated and has no vjp.
+	fuse func(n *node) *node
 }
+
+// fusions holds the fuse rules of the table, which compile tries on
+// every node.
+var fusions []func(n *node) *node
 
 // ops is the table of IR operations, indexed by opKind.
 var ops []opDef
@@ -92,7 +102,7 @@ func define(d opDef) opKind {
 	switch {
 	case d.name == "" || d.shape == nil || d.f64 == nil || d.f32 == nil:
 		panic("graph: the definition of operation " + strconv.Quote(d.name) + " lacks its name, shape rule or a kernel (float64 and float32)")
-	case d.vjp == nil && !d.constant:
+	case d.vjp == nil && !d.constant && d.fuse == nil:
 		panic("graph: operation " + d.name + " has no derivative rule and is not constant")
 	case len(ops) >= 1<<8:
 		panic("graph: too many operations for opKind")
@@ -103,6 +113,9 @@ func define(d opDef) opKind {
 		}
 	}
 	ops = append(ops, d)
+	if d.fuse != nil {
+		fusions = append(fusions, d.fuse)
+	}
 	return opKind(len(ops) - 1)
 }
 
@@ -117,6 +130,14 @@ func (k opKind) def() *opDef { return &ops[k] }
 
 // eval computes node n into out from its argument values in.
 func eval(n *node, out []float64, in [][]float64) { ops[n.op].f64(n, out, in) }
+
+// kernelIn returns the kernel of operation op in the precision T.
+func kernelIn[T float](op opKind) kernelOf[T] {
+	if k, ok := any(ops[op].f64).(kernelOf[T]); ok {
+		return k
+	}
+	return any(ops[op].f32).(kernelOf[T])
+}
 
 // importRule is how graph/ reads one kind of gorgonia operation.
 type importRule struct {

@@ -23,7 +23,7 @@ import (
 //   - row steps, whose output has n rows, each computed from the same row
 //     of their row arguments and from global arguments: elementwise
 //     operations (a row or a single element of a global argument
-//     repeated), log-softmax, sums and maxima along an axis after the
+//     repeated), log-softmax and its adjoint, sums and maxima along an axis after the
 //     first, reshapes and broadcasts that keep the rows, and products
 //     A·B with A by rows, B global and at most narrow columns;
 //   - sums over the rows: products Aᵀ·B of two row arguments, B with at
@@ -54,12 +54,15 @@ import (
 //
 // Each step runs on a block through a shadow of its node: a copy whose
 // first dimension (and a reshape's target) is the block's row count, read
-// by the operation's own kernel. A segment is planned only where it saves
-// memory traffic: a node of at least blockMinBytes read by rows by two of
-// its steps or more.
+// by the operation's own kernel in the program's precision (float32
+// programs run the float32 kernels on their float32 buffers). The sums
+// over rows accumulate in float64 in either precision and are rounded
+// once (runSegment). A segment is planned only where it saves memory
+// traffic: a node of at least blockMinBytes read by rows by two of its
+// steps or more.
 
 // blockBytes is the size of the rows of the largest row argument that one
-// block holds; blockMinBytes the size of a row argument below which a
+// block holds (in the program's precision); blockMinBytes the size of a row argument below which a
 // program runs unblocked (it stays in cache between the passes). Tests
 // lower them.
 var (
@@ -81,11 +84,13 @@ type rowSegment struct {
 	// planning by GOMAXPROCS.
 	parts int
 	// Scratch of run, per part: the sums over rows (step after step, from
-	// sumAt), a block's sum and the arguments' buffers.
-	sums, scratch [][]float64
-	args          [][][]float64
-	sumAt         map[int]int
-	sumSize       int
+	// sumAt), in float64 in either precision, and a block's sum and the
+	// arguments' buffers in the program's precision (work: a
+	// *segWork[float64] or *segWork[float32]).
+	sums    [][]float64
+	work    any
+	sumAt   map[int]int
+	sumSize int
 	// sel marks the steps of the segment that run (active); reads counts
 	// the reads of row inputs.
 	sel   []bool
@@ -210,7 +215,7 @@ func (p *program) rowStep(i, n int) bool {
 			}
 		}
 		return true
-	case opLogSoftmax, opSum, opMax:
+	case opLogSoftmax, opLogSoftmaxAdjoint, opSum, opMax:
 		return nd.axis > 0 && nd.args[0].shape[0] == n
 	case opReshape:
 		return len(nd.args[0].shape) > 0 && nd.args[0].shape[0] == n
@@ -297,7 +302,7 @@ func (p *program) planSegment(n int, pl *rowPlan) *rowSegment {
 				continue
 			}
 			s.rowArgs[a] = true
-			widest = max(widest, p.steps[a].n.size/n*8)
+			widest = max(widest, p.steps[a].n.size/n*p.elemBytes())
 		}
 	}
 	if !s.twice(p) {
@@ -321,8 +326,11 @@ func (p *program) planSegment(n int, pl *rowPlan) *rowSegment {
 	parts := len(s.rows()) - 1
 	for range parts {
 		s.sums = append(s.sums, make([]float64, s.sumSize))
-		s.scratch = append(s.scratch, make([]float64, maxSum))
-		s.args = append(s.args, make([][]float64, len(p.argBuf)))
+	}
+	if p.f32 {
+		s.work = newSegWork[float32](parts, maxSum, len(p.argBuf))
+	} else {
+		s.work = newSegWork[float64](parts, maxSum, len(p.argBuf))
 	}
 	return s
 }
@@ -358,7 +366,7 @@ func (p *program) readsByRows(i, k, n int) bool {
 		return k == 0
 	case nd.op == opMatMul, nd.op == opSum && nd.axis == 0:
 		return true
-	case nd.op == opReshape, nd.op == opLogSoftmax, nd.op == opSum, nd.op == opMax:
+	case nd.op == opReshape, nd.op == opLogSoftmax, nd.op == opLogSoftmaxAdjoint, nd.op == opSum, nd.op == opMax:
 		return true // row steps of their argument's rows
 	}
 	return len(a.shape) == len(nd.shape) && a.shape[0] == n
@@ -470,7 +478,7 @@ func (s *rowSegment) twice(p *program) bool {
 			continue
 		}
 		for k, a := range p.steps[j].args {
-			if p.readsByRows(j, k, s.n) && p.steps[a].n.size*8 >= blockMinBytes {
+			if p.readsByRows(j, k, s.n) && p.steps[a].n.size*p.elemBytes() >= blockMinBytes {
 				if s.reads[a]++; s.reads[a] >= 2 {
 					return true
 				}
@@ -480,39 +488,74 @@ func (s *rowSegment) twice(p *program) bool {
 	return false
 }
 
+// segWork is the scratch of a segment's run in the precision T, per
+// part: a block's sum and the arguments' buffers.
+type segWork[T float] struct {
+	scratch [][]T
+	args    [][][]T
+}
+
+func newSegWork[T float](parts, maxSum, maxArgs int) *segWork[T] {
+	w := &segWork[T]{}
+	for range parts {
+		w.scratch = append(w.scratch, make([]T, maxSum))
+		w.args = append(w.args, make([][]T, maxArgs))
+	}
+	return w
+}
+
 // run computes the segment's steps marked in sel by blocks of rows, the
-// parts of the rows on the cores when they are spare.
+// parts of the rows on the cores when they are spare, in the program's
+// precision.
 func (s *rowSegment) run(p *program) {
 	for _, i := range s.steps {
 		if st := &p.steps[i]; st.alias { // exec has not reached them yet
-			p.bufs[i] = p.bufs[st.args[0]]
+			p.bufs[i], p.bufs32[i] = p.bufs[st.args[0]], p.bufs32[st.args[0]]
 		}
 	}
+	if p.f32 {
+		runSegment(s, p, p.bufs32, s.work.(*segWork[float32]))
+		return
+	}
+	runSegment(s, p, p.bufs, s.work.(*segWork[float64]))
+}
+
+// runSegment is run on the program's buffers bufs in the precision T. The
+// blocks' sums over rows accumulate in float64 and are rounded to T once,
+// at the end: in float32, as the unblocked program's narrow products and
+// sums along the first axis accumulate in float64 and round once, so that
+// blocking adds one rounding per block's part, not a float32 sum of the
+// parts (in float64, the sums of the float64 program before, bit for
+// bit).
+func runSegment[T float](s *rowSegment, p *program, bufs [][]T, w *segWork[T]) {
 	lo := s.rows()
 	parts := len(lo) - 1
 	if parts > 1 && spareCores(parts) {
-		runParts(parts, func(q int) { s.runPart(p, q, lo[q], lo[q+1]) })
+		runParts(parts, func(q int) { runSegmentPart(s, p, bufs, w, q, lo[q], lo[q+1]) })
 	} else {
 		for q := range parts {
-			s.runPart(p, q, lo[q], lo[q+1])
+			runSegmentPart(s, p, bufs, w, q, lo[q], lo[q+1])
 		}
 	}
 	for _, i := range s.steps {
 		if !s.reduce[i] || !s.sel[i] {
 			continue
 		}
-		out, off := p.bufs[i], s.sumAt[i]
-		copy(out, s.sums[0][off:off+len(out)])
+		out, off := bufs[i], s.sumAt[i]
+		sum := s.sums[0][off : off+len(out)]
 		for q := 1; q < parts; q++ {
-			floats.Add(out, s.sums[q][off:off+len(out)])
+			floats.Add(sum, s.sums[q][off:off+len(out)])
+		}
+		for j, v := range sum {
+			out[j] = T(v)
 		}
 	}
 }
 
-// runPart computes rows [lo, hi) of the segment's row steps marked in sel,
-// block after block, into their buffers and adds the blocks' sums over
-// rows to part q's sums.
-func (s *rowSegment) runPart(p *program, q, lo, hi int) {
+// runSegmentPart computes rows [lo, hi) of the segment's row steps marked
+// in sel, block after block, into their buffers and adds the blocks' sums
+// over rows to part q's sums.
+func runSegmentPart[T float](s *rowSegment, p *program, bufs [][]T, w *segWork[T], q, lo, hi int) {
 	for b0 := lo; b0 < hi; b0 += s.block {
 		b1 := min(b0+s.block, hi)
 		sh := s.shadows[b1-b0]
@@ -521,28 +564,33 @@ func (s *rowSegment) runPart(p *program, q, lo, hi int) {
 			if st.alias || !s.sel[i] {
 				continue
 			}
-			args := s.args[q][:len(st.args)]
+			args := w.args[q][:len(st.args)]
 			for k, a := range st.args {
-				args[k] = p.bufs[a]
+				args[k] = bufs[a]
 				if p.readsByRows(i, k, s.n) {
 					per := p.steps[a].n.size / s.n
 					args[k] = args[k][b0*per : b1*per]
 				}
 			}
+			kernel := kernelIn[T](st.n.op)
 			if !s.reduce[i] {
 				per := st.n.size / s.n
-				eval(sh[i], p.bufs[i][b0*per:b1*per], args)
+				kernel(sh[i], bufs[i][b0*per:b1*per], args)
 				continue
 			}
 			sum := s.sums[q][s.sumAt[i] : s.sumAt[i]+st.n.size]
+			block := w.scratch[q][:st.n.size]
+			kernel(sh[i], block, args)
 			if b0 == lo {
-				eval(sh[i], sum, args)
+				for j, v := range block {
+					sum[j] = float64(v)
+				}
 				continue
 			}
-			block := s.scratch[q][:st.n.size]
-			eval(sh[i], block, args)
-			floats.Add(sum, block)
+			for j, v := range block {
+				sum[j] += float64(v)
+			}
 		}
 	}
-	clear(s.args[q])
+	clear(w.args[q])
 }

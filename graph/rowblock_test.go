@@ -95,27 +95,37 @@ func oracleValues(p *Problem, batch []int) [][]float64 {
 	return out
 }
 
-// segments counts the steps in row segments of p's compiled programs.
-func segments(p *Problem) int {
-	k := 0
+// programs returns p's compiled programs, the sweep programs included.
+func programs(p *Problem) []*program {
+	var progs []*program
 	for _, w := range p.worlds {
-		progs := slices.Collect(maps.Values(w.progs))
+		progs = append(progs, slices.Collect(maps.Values(w.progs))...)
 		if w.sweep != nil {
 			progs = append(progs, w.sweep.prog)
 		}
-		for _, pr := range progs {
-			if pr.rows == nil {
-				continue
-			}
-			for _, s := range pr.rows.of {
-				if s != nil {
-					k++
-				}
+	}
+	return progs
+}
+
+// segments counts the steps in row segments of p's compiled programs.
+func segments(p *Problem) int {
+	k := 0
+	for _, pr := range programs(p) {
+		if pr.rows == nil {
+			continue
+		}
+		for _, s := range pr.rows.of {
+			if s != nil {
+				k++
 			}
 		}
 	}
 	return k
 }
+
+// rowBatch is the batch of the row-block tests: repeated samples, in no
+// order.
+var rowBatch = []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 35, 8, 9, 7, 9, 3, 2, 36, 0, 30, 31, 12, 13, 14}
 
 // TestRowBlocks checks that programs run by blocks of rows (row
 // segments, with blocks of 4 to 12 rows, parts that end in partial
@@ -128,7 +138,7 @@ func segments(p *Problem) int {
 // head has a bias, and that the gradients' programs hold row segments.
 func TestRowBlocks(t *testing.T) {
 	defer func(b, m int) { blockBytes, blockMinBytes = b, m }(blockBytes, blockMinBytes)
-	batch := []int{3, 1, 4, 1, 5, 9, 2, 6, 5, 35, 8, 9, 7, 9, 3, 2, 36, 0, 30, 31, 12, 13, 14}
+	batch := rowBatch
 	for _, c := range []struct {
 		name               string
 		n, d, k, h, blockB int

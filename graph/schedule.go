@@ -52,17 +52,18 @@ func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
 		if _, ok := p.index[n]; ok {
 			return
 		}
-		for _, a := range n.args {
+		c := fused(n)
+		for _, a := range c.args {
 			visit(a)
 		}
-		st := step{n: n, dyn: dynamic[n]}
-		for _, a := range n.args {
+		st := step{n: c, dyn: dynamic[n]}
+		for _, a := range c.args {
 			ai := p.index[a]
 			st.args = append(st.args, ai)
 			st.dyn = st.dyn || p.steps[ai].dyn
 			st.mixed = st.mixed || a.f32
 		}
-		st.alias = n.op.def().alias
+		st.alias = c.op.def().alias
 		p.index[n] = len(p.steps)
 		p.steps = append(p.steps, st)
 	}
@@ -101,10 +102,27 @@ func compile(outs []*node, dynamic map[*node]bool, f32 bool) *program {
 			p.out64 = append(p.out64, make([]float64, o.size))
 		}
 	}
-	if !f32 { // row blocks (rowblock.go) run float64 kernels
-		p.rows = planRows(p)
-	}
+	p.rows = planRows(p)
 	return p
+}
+
+// elemBytes returns the size of an element of the program's buffers.
+func (p *program) elemBytes() int {
+	if p.f32 {
+		return 4
+	}
+	return 8
+}
+
+// fused returns the node of a fused operation (registry.go, fuse) that
+// computes n, or n.
+func fused(n *node) *node {
+	for _, f := range fusions {
+		if c := f(n); c != nil {
+			return c
+		}
+	}
+	return n
 }
 
 // bind points leaf n at buf for the next runs; a float32 program narrows
