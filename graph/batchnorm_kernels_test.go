@@ -42,46 +42,41 @@ func checkBNRows[T float](t *testing.T, rows, c int) {
 	}
 	x, g := data(rows*c, 3), data(rows*c, 0)
 	m, k, b, inv, sg0, sgx0 := vec(3), vec(0), vec(0), vec(2), vec(0), vec(0)
-	same64 := func(what string, got, want []float64) {
-		t.Helper()
-		for i := range want {
-			if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
-				t.Fatalf("%s[%d] = %v, want %v (the portable loop's)", what, i, got[i], want[i])
-			}
-		}
-	}
-	sameT := func(what string, got, want []T) {
-		t.Helper()
-		for i := range want {
-			if got[i] != want[i] && !(got[i] != got[i] && want[i] != want[i]) {
-				t.Fatalf("%s[%d] = %v, want %v (the portable loop's)", what, i, got[i], want[i])
-			}
-		}
-	}
 	acc, want := append([]float64{}, sg0...), append([]float64{}, sg0...)
 	addRows(acc, x, rows)
 	addRowsGo(want, x, rows)
-	same64("addRows", acc, want)
+	requireBits(t, "addRows", acc, want)
 
 	acc, want = append([]float64{}, sg0...), append([]float64{}, sg0...)
 	bnSqRows(acc, m, x, rows)
 	bnSqRowsGo(want, m, x, rows)
-	same64("bnSqRows", acc, want)
+	requireBits(t, "bnSqRows", acc, want)
 
 	out, wantOut := make([]T, rows*c+1), make([]T, rows*c+1)
 	out[rows*c], wantOut[rows*c] = 7, 7
 	bnNormRows(out[:rows*c], x, m, k, b, rows)
 	bnNormRowsGo(wantOut[:rows*c], x, m, k, b, rows)
-	sameT("bnNormRows", out, wantOut)
+	requireBits(t, "bnNormRows", out, wantOut)
 
 	sg, sgx := append([]float64{}, sg0...), append([]float64{}, sgx0...)
 	wsg, wsgx := append([]float64{}, sg0...), append([]float64{}, sgx0...)
 	bnSumsRows(sg, sgx, m, inv, g, x, rows)
 	bnSumsRowsGo(wsg, wsgx, m, inv, g, x, rows)
-	same64("bnSumsRows sg", sg, wsg)
-	same64("bnSumsRows sgx", sgx, wsgx)
+	requireBits(t, "bnSumsRows sg", sg, wsg)
+	requireBits(t, "bnSumsRows sgx", sgx, wsgx)
 
 	bnOutRows(out[:rows*c], g, x, m, inv, sg0, sgx0, k, rows)
 	bnOutRowsGo(wantOut[:rows*c], g, x, m, inv, sg0, sgx0, k, rows)
-	sameT("bnOutRows", out, wantOut)
+	requireBits(t, "bnOutRows", out, wantOut)
+}
+
+// requireBits fails the test at the first element of got whose bits differ
+// from want's.
+func requireBits[T float](t *testing.T, what string, got, want []T) {
+	t.Helper()
+	for i := range want {
+		if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
+			t.Fatalf("%s[%d] = %v, want %v (the portable loop's)", what, i, got[i], want[i])
+		}
+	}
 }

@@ -61,14 +61,6 @@ func checkPatchRows[T float](t *testing.T, nb, ch, h, w int, p convParams) {
 	}
 	col, back := run(true)
 	wantCol, wantBack := run(false)
-	same := func(what string, got, want []T) {
-		t.Helper()
-		for i := range want {
-			if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
-				t.Fatalf("%s[%d] = %v, want %v (the portable loop's)", what, i, got[i], want[i])
-			}
-		}
-	}
-	same("im2col", col, wantCol)
-	same("col2im", back, wantBack)
+	requireBits(t, "im2col", col, wantCol)
+	requireBits(t, "col2im", back, wantBack)
 }

@@ -56,14 +56,6 @@ func checkPool2x2[T float](t *testing.T, planes, h, w int) {
 	}
 	got, gotAdj := run(true)
 	want, wantAdj := run(false)
-	same := func(what string, got, want []T) {
-		t.Helper()
-		for i := range want {
-			if math.Float64bits(float64(got[i])) != math.Float64bits(float64(want[i])) {
-				t.Fatalf("%s[%d] = %v, want %v (the portable loop's)", what, i, got[i], want[i])
-			}
-		}
-	}
-	same("gather", got, want)
-	same("scatter", gotAdj, wantAdj)
+	requireBits(t, "gather", got, want)
+	requireBits(t, "scatter", gotAdj, wantAdj)
 }
