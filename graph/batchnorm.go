@@ -203,9 +203,9 @@ func bnBackwardKernel[T float](n *node, out []T, in [][]T) {
 // bnStats sets mean[j] to the mean of column j of z (n×c) and inv[j] to
 // 1/√(σ²_j + ε), σ²_j its biased variance. The statistics are float64 in
 // either precision, and so is the arithmetic of bnForward and bnBackward
-// per element (their results are rounded to T). The column sums take four
-// rows at a time, each column's terms still added one by one in row
-// order, with the partial sum in a register (addRows).
+// per element (their results are rounded to T). Each column's terms are
+// added one by one in row order, with the partial sum in a register
+// (addRows, bnSqRows).
 func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
 	mean, inv = mean[:c], inv[:c]
 	clear(mean)
@@ -215,21 +215,7 @@ func bnStats[T float](mean, inv []float64, z []T, n, c int, eps float64) {
 	for j := range mean {
 		mean[j] *= s
 	}
-	r := 0
-	for ; r+4 <= n; r += 4 {
-		z0, z1, z2, z3 := z[r*c:][:c], z[(r+1)*c:][:c], z[(r+2)*c:][:c], z[(r+3)*c:][:c]
-		for j, m := range mean {
-			d0, d1, d2, d3 := float64(z0[j])-m, float64(z1[j])-m, float64(z2[j])-m, float64(z3[j])-m
-			inv[j] = inv[j] + d0*d0 + d1*d1 + d2*d2 + d3*d3
-		}
-	}
-	for ; r < n; r++ {
-		zr := z[r*c:][:c]
-		for j, m := range mean {
-			d := float64(zr[j]) - m
-			inv[j] += d * d
-		}
-	}
+	bnSqRows(inv, mean, z[:n*c], n)
 	for j := range inv {
 		inv[j] = 1 / math.Sqrt(inv[j]*s+eps)
 	}
@@ -244,12 +230,7 @@ func bnForward[T float](out, z, gamma, beta []T, n, c int, eps float64) {
 	for j := range k {
 		k[j], b[j] = float64(gamma[j])*inv[j], float64(beta[j])
 	}
-	for r := 0; r < n; r++ {
-		o, zr := out[r*c:][:c], z[r*c:][:c]
-		for j, m := range mean {
-			o[j] = T((float64(zr[j])-m)*k[j] + b[j])
-		}
-	}
+	bnNormRows(out[:n*c], z[:n*c], mean, k, b, n)
 }
 
 // bnBackward sets out to the adjoint of bnForward's input for the adjoint
@@ -261,33 +242,80 @@ func bnBackward[T float](out, g, z, gamma []T, n, c int, eps float64) {
 	bnStats(mean, inv, z, n, c, eps)
 	clear(sg)
 	clear(sgx)
-	r := 0
-	for ; r+2 <= n; r += 2 {
-		z0, z1, g0, g1 := z[r*c:][:c], z[(r+1)*c:][:c], g[r*c:][:c], g[(r+1)*c:][:c]
-		for j, m := range mean {
-			v0, v1 := float64(g0[j]), float64(g1[j])
-			sg[j] = sg[j] + v0 + v1
-			sgx[j] = sgx[j] + v0*(float64(z0[j])-m)*inv[j] + v1*(float64(z1[j])-m)*inv[j]
-		}
-	}
-	for ; r < n; r++ {
-		zr, gr := z[r*c:][:c], g[r*c:][:c]
-		for j, m := range mean {
-			v := float64(gr[j])
-			sg[j] += v
-			sgx[j] += v * (float64(zr[j]) - m) * inv[j]
-		}
-	}
+	bnSumsRows(sg, sgx, mean, inv, g[:n*c], z[:n*c], n)
 	s := 1 / float64(n)
 	for j := range k {
 		k[j] = float64(gamma[j]) * inv[j]
 		sg[j] *= s
 		sgx[j] *= s
 	}
-	for r := 0; r < n; r++ {
-		o, zr, gr := out[r*c:][:c], z[r*c:][:c], g[r*c:][:c]
-		for j, m := range mean {
-			o[j] = T(k[j] * (float64(gr[j]) - sg[j] - (float64(zr[j])-m)*inv[j]*sgx[j]))
+	bnOutRows(out[:n*c], g[:n*c], z[:n*c], mean, inv, sg, sgx, k, n)
+}
+
+// The passes of batch normalization over the rows of an n×c array (c =
+// len(m)), each column's terms in row order; batchnorm_amd64.s has their
+// AVX-512 kernels, with the same bits.
+
+// bnSqRowsGo adds (x − m)² to acc, row after row.
+func bnSqRowsGo[T float](acc, m []float64, x []T, rows int) {
+	c := len(m)
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		z0, z1, z2, z3 := x[r*c:][:c], x[(r+1)*c:][:c], x[(r+2)*c:][:c], x[(r+3)*c:][:c]
+		for j, mj := range m {
+			d0, d1, d2, d3 := float64(z0[j])-mj, float64(z1[j])-mj, float64(z2[j])-mj, float64(z3[j])-mj
+			acc[j] = acc[j] + d0*d0 + d1*d1 + d2*d2 + d3*d3
+		}
+	}
+	for ; r < rows; r++ {
+		zr := x[r*c:][:c]
+		for j, mj := range m {
+			d := float64(zr[j]) - mj
+			acc[j] += d * d
+		}
+	}
+}
+
+// bnNormRowsGo sets out = (x − m)·k + b, rounded to T.
+func bnNormRowsGo[T float](out, x []T, m, k, b []float64, rows int) {
+	c := len(m)
+	for r := 0; r < rows; r++ {
+		o, zr := out[r*c:][:c], x[r*c:][:c]
+		for j, mj := range m {
+			o[j] = T((float64(zr[j])-mj)*k[j] + b[j])
+		}
+	}
+}
+
+// bnSumsRowsGo adds g to sg and g·(x − m)·inv to sgx, row after row.
+func bnSumsRowsGo[T float](sg, sgx, m, inv []float64, g, x []T, rows int) {
+	c := len(m)
+	r := 0
+	for ; r+2 <= rows; r += 2 {
+		z0, z1, g0, g1 := x[r*c:][:c], x[(r+1)*c:][:c], g[r*c:][:c], g[(r+1)*c:][:c]
+		for j, mj := range m {
+			v0, v1 := float64(g0[j]), float64(g1[j])
+			sg[j] = sg[j] + v0 + v1
+			sgx[j] = sgx[j] + v0*(float64(z0[j])-mj)*inv[j] + v1*(float64(z1[j])-mj)*inv[j]
+		}
+	}
+	for ; r < rows; r++ {
+		zr, gr := x[r*c:][:c], g[r*c:][:c]
+		for j, mj := range m {
+			v := float64(gr[j])
+			sg[j] += v
+			sgx[j] += v * (float64(zr[j]) - mj) * inv[j]
+		}
+	}
+}
+
+// bnOutRowsGo sets out = k·((g − sg) − (x − m)·inv·sgx), rounded to T.
+func bnOutRowsGo[T float](out, g, x []T, m, inv, sg, sgx, k []float64, rows int) {
+	c := len(m)
+	for r := 0; r < rows; r++ {
+		o, zr, gr := out[r*c:][:c], x[r*c:][:c], g[r*c:][:c]
+		for j, mj := range m {
+			o[j] = T(k[j] * (float64(gr[j]) - sg[j] - (float64(zr[j])-mj)*inv[j]*sgx[j]))
 		}
 	}
 }

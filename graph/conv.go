@@ -134,20 +134,38 @@ func im2colPadded[T float](col, im []T, nb, ch, h, w, oh, ow int, p convParams) 
 			}
 		}
 		for or := 0; or < oh; or++ {
-			for oc := 0; oc < ow; oc++ {
-				base := or*p.sH*pw + oc*p.sW
-				for k := 0; k < ch; k++ {
-					plane := pad[k*ph*pw:]
-					for kr := 0; kr < p.kh; kr++ {
-						src := plane[base+kr*pw : base+kr*pw+p.kw]
-						dst := col[c : c+p.kw]
-						c += p.kw
-						if len(dst) == 3 { // the common 3×3: three moves, not a call
-							dst[0], dst[1], dst[2] = src[0], src[1], src[2]
-						} else {
-							copy(dst, src)
-						}
+			n := ow * ch * p.kh * p.kw
+			patchRow(col[c:c+n], pad, or*p.sH*pw, ow, ch, ph*pw, pw, p, false)
+			c += n
+		}
+	}
+}
+
+// patchRowGo is patchRow's portable loop: for each of the ow patches
+// along an output row (the first at pad[base:]), each channel k and each
+// kernel row kr, the kw elements at pad[base + oc·sW + k·plane + kr·pw:]
+// are copied to the next kw of col or, with add, col's are added to them.
+func patchRowGo[T float](col, pad []T, base, ow, ch, plane, pw int, p convParams, add bool) {
+	c := 0
+	for oc := 0; oc < ow; oc++ {
+		at := base + oc*p.sW
+		for k := 0; k < ch; k++ {
+			pl := pad[k*plane:]
+			for kr := 0; kr < p.kh; kr++ {
+				img := pl[at+kr*pw : at+kr*pw+p.kw]
+				cl := col[c : c+p.kw]
+				c += p.kw
+				switch {
+				case add && len(cl) == 3 && len(img) == 3: // the common 3×3
+					img[0], img[1], img[2] = img[0]+cl[0], img[1]+cl[1], img[2]+cl[2]
+				case add:
+					for i, v := range cl {
+						img[i] += v
 					}
+				case len(cl) == 3: // three moves, not a call
+					cl[0], cl[1], cl[2] = img[0], img[1], img[2]
+				default:
+					copy(cl, img)
 				}
 			}
 		}
@@ -211,24 +229,9 @@ func col2imPadded[T float](im, col []T, nb, ch, h, w, oh, ow int, p convParams) 
 	for b := 0; b < nb; b++ {
 		clear(pad)
 		for or := 0; or < oh; or++ {
-			for oc := 0; oc < ow; oc++ {
-				base := or*p.sH*pw + oc*p.sW
-				for k := 0; k < ch; k++ {
-					plane := pad[k*ph*pw:]
-					for kr := 0; kr < p.kh; kr++ {
-						dst := plane[base+kr*pw : base+kr*pw+p.kw]
-						src := col[c : c+p.kw]
-						c += p.kw
-						if len(src) == 3 && len(dst) == 3 { // the common 3×3
-							dst[0], dst[1], dst[2] = dst[0]+src[0], dst[1]+src[1], dst[2]+src[2]
-							continue
-						}
-						for i, v := range src {
-							dst[i] += v
-						}
-					}
-				}
-			}
+			n := ow * ch * p.kh * p.kw
+			patchRow(col[c:c+n], pad, or*p.sH*pw, ow, ch, ph*pw, pw, p, true)
+			c += n
 		}
 		img := im[b*ch*h*w : (b+1)*ch*h*w]
 		for k := 0; k < ch; k++ {

@@ -552,6 +552,12 @@ func evalBinaryParallel[T float](n *node, out, x, y []T) {
 // reports whether op was one of them.
 func evalBlocks[T float](op opKind, out, x, y []T, l int) bool {
 	out, x = out[:len(y)*l], x[:len(y)*l]
+	if l >= vecRun && op != opCmp && elemNum(op, 0, out[:l], x[:l], y[0]) {
+		for r := 1; r < len(y); r++ {
+			elemNum(op, 0, out[r*l:(r+1)*l], x[r*l:(r+1)*l], y[r])
+		}
+		return true
+	}
 	switch op {
 	case opAdd:
 		for r, c := range y {
@@ -593,6 +599,12 @@ func evalBlocks[T float](op opKind, out, x, y []T, l int) bool {
 func evalRepeated[T float](op opKind, out, x, y []T) bool {
 	l := len(y)
 	out = out[:len(x)]
+	if l >= vecRun && op != opCmp && len(x) >= l && elemVec(op, 0, out[:l], x[:l], y) {
+		for r := l; r+l <= len(x); r += l {
+			elemVec(op, 0, out[r:r+l], x[r:r+l], y)
+		}
+		return true
+	}
 	switch op {
 	case opAdd:
 		for r := 0; r+l <= len(x); r += l {
@@ -631,6 +643,9 @@ func evalRepeated[T float](op opKind, out, x, y []T) bool {
 // evalScalarY evaluates an elementwise operation of x and the number c.
 func evalScalarY[T float](n *node, out, x []T, c T) {
 	x = x[:len(out)]
+	if elemNum(n.op, cmpKind(n), out, x, c) {
+		return
+	}
 	switch n.op {
 	case opAdd:
 		for i, v := range x {
@@ -687,6 +702,9 @@ func evalScalarX[T float](n *node, out []T, c T, y []T) {
 // evalSame evaluates an elementwise operation on operands of out's length.
 func evalSame[T float](n *node, out, x, y []T) {
 	x, y = x[:len(out)], y[:len(out)]
+	if elemVec(n.op, cmpKind(n), out, x, y) {
+		return
+	}
 	switch n.op {
 	case opAdd:
 		for i := range out {
@@ -711,6 +729,19 @@ func evalSame[T float](n *node, out, x, y []T) {
 			out[i] = binOp(n, x[i], y[i])
 		}
 	}
+}
+
+// vecRun is the shortest run of elements for which evalBlocks and
+// evalRepeated call a vector kernel (elemVec, elemNum) per block rather
+// than loop in Go.
+const vecRun = 32
+
+// cmpKind returns the comparison of an opCmp node, 0 for other nodes.
+func cmpKind(n *node) int {
+	if n.op == opCmp {
+		return n.ints[0]
+	}
+	return 0
 }
 
 // cmpInto sets out[i] to 1 where x[i] compares true with y[i] (or y[0]

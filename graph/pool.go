@@ -245,6 +245,9 @@ func poolGatherInto[T float](out, src, val []T, shape []int, p poolParams) {
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]
 	fast := p == pool2x2
+	if fast && pool2x2AVX(out, src, val, planes, h, w, false) {
+		return
+	}
 	o := 0
 	for pl := 0; pl < planes; pl++ {
 		s := src[pl*h*w : (pl+1)*h*w]
@@ -263,6 +266,9 @@ func poolScatterInto[T float](out, src, g []T, shape []int, p poolParams) {
 	oh, ow := p.outHW(h, w)
 	planes := shape[0] * shape[1]
 	fast := p == pool2x2
+	if fast && pool2x2AVX(g, src, out, planes, h, w, true) {
+		return
+	}
 	for i := range out {
 		out[i] = 0
 	}

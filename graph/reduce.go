@@ -177,10 +177,11 @@ func rowSums[T, S float](out []S, x []T, mid int) {
 	}
 }
 
-// addRows adds the rows of x (rows × len(acc), row-major) to acc, four
+// addRowsGo adds the rows of x (rows × len(acc), row-major) to acc, four
 // rows at a time with each column's terms still added one by one in row
-// order (the partial sum in a register), as bnStats does.
-func addRows[T float](acc []float64, x []T, rows int) {
+// order (the partial sum in a register), as bnStats does; addRows is
+// this loop or its AVX-512 kernel, with the same bits.
+func addRowsGo[T float](acc []float64, x []T, rows int) {
 	c := len(acc)
 	r := 0
 	for ; r+4 <= rows; r += 4 {
