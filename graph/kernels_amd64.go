@@ -230,3 +230,16 @@ func logInto(dst, x []float64) {
 		dst[i] = logOne(x[i])
 	}
 }
+
+// Kernels names the kernels this process runs: "avx512", "avx2" or
+// "portable". Results agree across them to rounding, not bit for bit: the
+// vector kernels fuse multiply-adds and sum in their own orders.
+func Kernels() string {
+	switch {
+	case useAVX512:
+		return "avx512"
+	case useAVX2:
+		return "avx2"
+	}
+	return "portable"
+}

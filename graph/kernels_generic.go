@@ -77,3 +77,7 @@ func logInto(dst, x []float64) {
 		dst[i] = logOne(v)
 	}
 }
+
+// Kernels names the kernels this process runs: "portable" in this build
+// (see kernels_amd64.go for the others).
+func Kernels() string { return "portable" }

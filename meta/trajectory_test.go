@@ -121,5 +121,7 @@ func TestTrajectories(t *testing.T) {
 	tol := map[string]trajectory.Tolerance{"pretrainer 2 workers": {Golden: "pretrainer 1 worker",
 		Reason: "the result no longer depends on the worker count"},
 		"MAML 1 worker": {Golden: "MAML", Reason: "the result does not depend on the worker count"}}
-	trajectory.Check(t, "testdata/trajectories.json", got, *updateTrajectories, tol)
+	// Under other kernels the runs agree to 1.2e-15 but "AID increasing",
+	// whose growing CG solves carry the rounding to 5.1e-7 (purego build).
+	trajectory.Check(t, "testdata/trajectories.json", got, *updateTrajectories, trajectory.ForKernels(tol, got, 1e-6))
 }

@@ -39,5 +39,6 @@ func TestFirstOrderTrajectories(t *testing.T) {
 	for _, c := range cases {
 		got[c.name] = trajRun(t, c)
 	}
-	trajectory.Check(t, "testdata/trajectories_firstorder.json", got, *updateTrajectories, nil)
+	// Under other kernels (purego build) the worst run differs by 1.1e-13.
+	trajectory.Check(t, "testdata/trajectories_firstorder.json", got, *updateTrajectories, trajectory.ForKernels(nil, got, 1e-10))
 }

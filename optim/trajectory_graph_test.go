@@ -68,5 +68,6 @@ func TestGraphTrajectories(t *testing.T) {
 	for _, c := range trajGraphCases(t) {
 		got[c.name] = trajRun(t, c)
 	}
-	trajectory.Check(t, "testdata/trajectories_graph.json", got, *updateTrajectories, trajTolerances)
+	// Under other kernels (purego build) the worst run differs by 1.2e-15.
+	trajectory.Check(t, "testdata/trajectories_graph.json", got, *updateTrajectories, trajectory.ForKernels(trajTolerances, got, 1e-10))
 }
