@@ -50,9 +50,20 @@ func maxLanes32Go(lanes *[16]float32, x []float32) {
 }
 
 // sum32 returns the sum of x in float64: thirty-two partial sums, lane l
-// adding x[32k+l] in order, added pairwise at the end.
+// adding x[32k+l] in order, added pairwise at the end; fewer than 32
+// terms are added in order.
 func sum32(x []float32) float64 {
 	var lanes [32]float64
+	if len(x) < 32 {
+		// Term after term, as rowSums adds float64 rows: the lanes'
+		// clearing and their tree were most of the work on the short rows
+		// of a softmax over a few classes.
+		s := 0.0
+		for _, v := range x {
+			s += float64(v)
+		}
+		return s
+	}
 	n := len(x) &^ 31
 	if n > 0 {
 		sumLanes32(&lanes, x[:n])
