@@ -62,12 +62,15 @@ func MedianOf(vals []float64) float64 {
 	return (vals[n/2-1] + vals[n/2]) / 2
 }
 
-// Grid returns n+1 points evenly spaced from 0 to hi.
+// Grid returns n+1 points evenly spaced from 0 to hi, the last exactly hi
+// (hi·n/n can round past it, and a median's last point past every curve
+// would be NaN).
 func Grid(hi float64, n int) []float64 {
 	g := make([]float64, n+1)
 	for i := range g {
 		g[i] = hi * float64(i) / float64(n)
 	}
+	g[n] = hi
 	return g
 }
 

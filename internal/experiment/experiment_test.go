@@ -178,6 +178,29 @@ func TestMedianSeries(t *testing.T) {
 	}
 }
 
+// TestMedianSeriesEnd: the median's last point is the longest trace's last
+// value, also where hi·60/60 rounds past hi (20.284588725864893: the NaN
+// that hypercleaning's plots noted as "1 non-finite value").
+func TestMedianSeriesEnd(t *testing.T) {
+	hi, n := 20.284588725864893, 60.0 // variables: constant arithmetic is exact
+	if hi*n/n == hi {
+		t.Fatal("the test's end point no longer rounds past itself")
+	}
+	tr := func(end, last float64) *Trace {
+		return &Trace{Points: []Point{{Metrics: map[string]float64{"a": 0}},
+			{Seconds: 1, Metrics: map[string]float64{"a": 0.5}}, {Seconds: end, Metrics: map[string]float64{"a": last}}}}
+	}
+	s := MedianSeries("m", []*Trace{tr(hi, 0.9), tr(20, 0.8)}, Seconds, "a")
+	if n := len(s.X); s.X[n-1] != hi || s.Y[n-1] != 0.9 {
+		t.Errorf("last point (%v, %v), want (%v, 0.9)", s.X[n-1], s.Y[n-1], hi)
+	}
+	for i, y := range s.Y {
+		if math.IsNaN(y) {
+			t.Errorf("point %d at %v is NaN", i, s.X[i])
+		}
+	}
+}
+
 // TestFailedAtStart: a run that failed in its first iteration adds no
 // point to a median series (its lone start at 6 µs stretched nonconvex's
 // log time axes to 10⁻⁵ s), and its legend note is short and says why.
