@@ -155,10 +155,7 @@ const mixedBlock = 1 << 15
 func matmulMixed(out, x []float64, x32 []float32, y []float64, y32 []float32, xs, ys []int, tx, ty bool) {
 	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
 	switch {
-	case m == 0 || n == 0:
-		return
-	case k == 0:
-		clear(out)
+	case emptyProduct(out, m, n, k):
 		return
 	case wide(m, n) && !openBLAS:
 		// gemm packs the float32 operands as float64.

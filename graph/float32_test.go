@@ -525,3 +525,30 @@ func testTranspose[T float](t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyProduct: every product's dispatch sets out to zero when k is 0
+// and writes nothing when m or n is 0 (emptyProduct).
+func TestEmptyProduct(t *testing.T) {
+	const m, n = 3, 4
+	fill := func() ([]float64, []float32) {
+		a, b := make([]float64, m*n), make([]float32, m*n)
+		for i := range a {
+			a[i], b[i] = 7, 7
+		}
+		return a, b
+	}
+	xs, ys := []int{m, 0}, []int{0, n}
+	o64, o32 := fill()
+	mixed, _ := fill()
+	matmulInto(o64, nil, nil, xs, ys, false, false)
+	matmul32(o32, nil, nil, xs, ys, false, false)
+	matmulMixed(mixed, nil, []float32{}, nil, []float32{}, xs, ys, false, false)
+	for i := range o64 {
+		if o64[i] != 0 || o32[i] != 0 || mixed[i] != 0 {
+			t.Fatalf("k = 0: element %d is %v, %v, %v; want 0", i, o64[i], o32[i], mixed[i])
+		}
+	}
+	if !emptyProduct([]float64{7}, 0, n, 5) || !emptyProduct([]float32{7}, m, 0, 5) || emptyProduct(make([]float64, m*n), m, n, 1) {
+		t.Error("emptyProduct: m = 0 or n = 0 must report empty, m, n, k ≥ 1 not")
+	}
+}

@@ -90,14 +90,25 @@ func wide(m, n int) bool {
 	return m > narrow && n > narrow
 }
 
+// emptyProduct reports whether a product of m×k by k×n has nothing to
+// compute, after setting out to zero where k is 0: the first case of
+// every product's dispatch (matmulInto, matmulMixed, matmul32).
+func emptyProduct[T float](out []T, m, n, k int) bool {
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 {
+		clear(out)
+		return true
+	}
+	return false
+}
+
 // matmulInto computes out = op(x)·op(y) for row-major x (xs) and y (ys).
 func matmulInto(out, x, y []float64, xs, ys []int, tx, ty bool) {
 	m, k, n, sp, sj := productShape(xs, ys, tx, ty)
 	switch {
-	case m == 0 || n == 0:
-		return
-	case k == 0:
-		clear(out)
+	case emptyProduct(out, m, n, k):
 		return
 	case useAVX512 && n <= narrow && k > shortK && !tx:
 		mulNarrowDot(out, array{f64: x}, m, k, n, y, sp, sj)

@@ -23,10 +23,7 @@ const gemmColumns32 = 16
 func matmul32(out, x, y []float32, xs, ys []int, tx, ty bool) {
 	m, k, n, _, _ := productShape(xs, ys, tx, ty)
 	switch {
-	case m == 0 || n == 0:
-		return
-	case k == 0:
-		clear(out)
+	case emptyProduct(out, m, n, k):
 		return
 	case wide(m, n):
 		gemm(gemmKernelF32(), out, n, m, n, k, sideA(x, m, k, tx), sideB(y, k, n, ty), false)
