@@ -604,14 +604,19 @@ func medianOf(name string, cs []experiment.Curve) report.Series {
 		lo, hi = math.Max(lo, cv.X[0]), math.Max(hi, cv.X[len(cv.X)-1])
 	}
 	// The grid starts where every curve has begun (the synthetic curves
-	// start at iteration 1, where a median over none would be undefined).
+	// start at iteration 1, where a median over none would be undefined);
+	// a seed that ended in fewer rounds holds its last value.
 	var grid []float64
 	for _, x := range experiment.Grid(hi, 60) {
 		if x >= lo {
 			grid = append(grid, x)
 		}
 	}
-	return report.Series{Name: name, X: grid, Y: experiment.Median(cs, grid)}
+	held := make([]experiment.Curve, len(cs))
+	for i, cv := range cs {
+		held[i] = cv.Held(hi)
+	}
+	return report.Series{Name: name, X: grid, Y: experiment.Median(held, grid)}
 }
 
 // summarize fills the result line with medians over the seeds whose run

@@ -32,6 +32,17 @@ func (c Curve) At(x float64) float64 {
 	return c.Y[i]
 }
 
+// Held returns c with its last value held up to x: a run that finished
+// its budget before x delivers that value at x. It returns c when c is
+// empty or already reaches x.
+func (c Curve) Held(x float64) Curve {
+	n := len(c.X)
+	if n == 0 || c.X[n-1] >= x {
+		return c
+	}
+	return Curve{X: append(c.X[:n:n], x), Y: append(c.Y[:n:n], c.Y[n-1])}
+}
+
 // Median returns, at each grid point, the median of the curves' values
 // there (NaN values ignored; NaN where every curve is NaN).
 func Median(curves []Curve, grid []float64) []float64 {
@@ -126,7 +137,10 @@ func CurveOf(t *Trace, axis Axis, metric string) Curve {
 
 // MedianSeries is the median over the traces (seeds) of metric against
 // axis: the median of the starting points, then the median on a grid of 60
-// points up to the longest trace, from where every trace has passed its
+// points up to the longest trace, a finished trace holding its last value
+// after its end (on a time axis the seeds end at different times, and a
+// median over the runs still going would end on the slowest seed's value
+// alone), from where every trace has passed its
 // first checkpoint after the start (before it a trace would contribute
 // its stale starting value, which for a method with costly iterations,
 // such as a full-batch AID, drew a plateau at the start value that is no
@@ -136,6 +150,7 @@ func CurveOf(t *Trace, axis Axis, metric string) Curve {
 // stretched logarithmic time axes by decades).
 func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report.Series {
 	var cs []Curve
+	var finished []bool
 	hi, begun := 0.0, 0.0
 	var starts []float64
 	for _, t := range traces {
@@ -143,11 +158,16 @@ func MedianSeries(name string, traces []*Trace, axis Axis, metric string) report
 		if len(c.X) == 0 || failedAtStart(t) {
 			continue
 		}
-		cs = append(cs, c)
+		cs, finished = append(cs, c), append(finished, t.Err == nil)
 		hi = math.Max(hi, c.X[len(c.X)-1])
 		starts = append(starts, c.Y[0])
 		if len(c.X) > 1 {
 			begun = math.Max(begun, c.X[1])
+		}
+	}
+	for i := range cs {
+		if finished[i] { // a run that stopped on an error delivers nothing after it
+			cs[i] = cs[i].Held(hi)
 		}
 	}
 	s := report.Series{Name: name, Note: FailureNote(traces)}

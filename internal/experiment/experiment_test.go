@@ -178,9 +178,12 @@ func TestMedianSeries(t *testing.T) {
 	}
 }
 
-// TestMedianSeriesEnd: the median's last point is the longest trace's last
-// value, also where hi·60/60 rounds past hi (20.284588725864893: the NaN
-// that hypercleaning's plots noted as "1 non-finite value").
+// TestMedianSeriesEnd: the median's last point is at the longest trace's
+// end, also where hi·60/60 rounds past hi (20.284588725864893: the NaN
+// that hypercleaning's plots noted as "1 non-finite value"), and it is the
+// median of every finished trace's last value, not the slowest trace's
+// alone (the time plots of nbo and nonconvex ended on one seed's value);
+// a trace that stopped on an error is not held past its end.
 func TestMedianSeriesEnd(t *testing.T) {
 	hi, n := 20.284588725864893, 60.0 // variables: constant arithmetic is exact
 	if hi*n/n == hi {
@@ -188,16 +191,42 @@ func TestMedianSeriesEnd(t *testing.T) {
 	}
 	tr := func(end, last float64) *Trace {
 		return &Trace{Points: []Point{{Metrics: map[string]float64{"a": 0}},
-			{Seconds: 1, Metrics: map[string]float64{"a": 0.5}}, {Seconds: end, Metrics: map[string]float64{"a": last}}}}
+			{Iter: 1, Seconds: 1, Metrics: map[string]float64{"a": 0.5}}, {Iter: 2, Seconds: end, Metrics: map[string]float64{"a": last}}}}
 	}
-	s := MedianSeries("m", []*Trace{tr(hi, 0.9), tr(20, 0.8)}, Seconds, "a")
-	if n := len(s.X); s.X[n-1] != hi || s.Y[n-1] != 0.9 {
-		t.Errorf("last point (%v, %v), want (%v, 0.9)", s.X[n-1], s.Y[n-1], hi)
+	s := MedianSeries("m", []*Trace{tr(hi, 0.9), tr(20, 0.8), tr(19, 0.6)}, Seconds, "a")
+	if n := len(s.X); s.X[n-1] != hi || s.Y[n-1] != 0.8 {
+		t.Errorf("last point (%v, %v), want (%v, 0.8): the median of 0.9, 0.8 and 0.6", s.X[n-1], s.Y[n-1], hi)
 	}
 	for i, y := range s.Y {
 		if math.IsNaN(y) {
 			t.Errorf("point %d at %v is NaN", i, s.X[i])
 		}
+	}
+	failed := tr(19, 0.1)
+	failed.Err = errors.New("stopped")
+	s = MedianSeries("m", []*Trace{tr(hi, 0.9), tr(20, 0.8), failed}, Seconds, "a")
+	if n := len(s.X); math.Abs(s.Y[n-1]-0.85) > 1e-15 {
+		t.Errorf("last point %v with a failed trace, want 0.85: the median of the finished traces' 0.9 and 0.8", s.Y[n-1])
+	}
+}
+
+// TestHeld: a curve is extended by its last value, and left as it is
+// where it already reaches the point; the original is not written to.
+func TestHeld(t *testing.T) {
+	c := Curve{X: make([]float64, 2, 4), Y: make([]float64, 2, 4)}
+	c.X[0], c.X[1], c.Y[0], c.Y[1] = 0, 1, 5, 7
+	h := c.Held(3)
+	if len(h.X) != 3 || h.X[2] != 3 || h.Y[2] != 7 || h.At(2) != 7 {
+		t.Errorf("Held(3) = %v %v, want the last value 7 held to 3", h.X, h.Y)
+	}
+	if c.X[:3][2] != 0 {
+		t.Errorf("Held wrote past the original's length: %v", c.X[:3])
+	}
+	if g := c.Held(1); len(g.X) != 2 {
+		t.Errorf("Held(1) = %v, want the curve unchanged", g.X)
+	}
+	if e := (Curve{}).Held(1); len(e.X) != 0 {
+		t.Errorf("Held on an empty curve = %v, want empty", e.X)
 	}
 }
 
