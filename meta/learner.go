@@ -12,6 +12,7 @@ import (
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
+	"gonum.org/v1/gonum/floats"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -217,6 +218,19 @@ type StepStats struct {
 	Loss, Accuracy float64
 	// GradNorm is ‖meta-gradient‖₂.
 	GradNorm float64
+	// InnerRatio is, for ITD, AID and ANIL, the largest over the batch's
+	// tasks of ‖∇y g(y_T)‖ / ‖∇y g(y_0)‖, the head's inner gradient after
+	// the inner loop against before it: well below 1 when the loop
+	// converges, 1 or more when the inner step is too large for the
+	// head's curvature. AID-BiO's hypergradient assumes y_D ≈ y* (the
+	// distance is at most ‖∇y g(y_D)‖/λ), so a large ratio means its
+	// meta-gradient is off. 0 for MAML and FOMAML, and when a TaskRunner
+	// computed the tasks (it reports accuracy and loss only).
+	InnerRatio float64
+	// CGResidual is, for AID-BiO, the largest over the tasks of CG's
+	// relative residual ‖∇y f − ∇yy g·v‖ / ‖∇y f‖ after its N steps (0 for
+	// the other methods and with a TaskRunner).
+	CGResidual float64
 	// Seconds is the wall time of the iteration.
 	Seconds float64
 }
@@ -346,6 +360,7 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 		l.grads = append(l.grads, nil)
 	}
 	loss, acc := make([]float64, n), make([]float64, n)
+	inner, cg := make([]float64, n), make([]float64, n)
 	if l.s.Runner != nil {
 		if err = l.runTasks(acc, loss, steps, tasks); err != nil {
 			err = fmt.Errorf("meta: %v, iteration %d: %w", l.s.Gradient, k, err)
@@ -358,6 +373,7 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 			if err != nil {
 				return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Gradient, k, i, err)
 			}
+			inner[i], cg[i] = w.inner, w.cgRel
 			return nil
 		})
 	}
@@ -380,7 +396,7 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 	}
 	s := summarize(acc, loss)
 	return StepStats{Iter: k, InnerSteps: steps, Loss: s.Loss, Accuracy: s.Mean, GradNorm: math.Sqrt(norm),
-		Seconds: time.Since(start).Seconds()}, nil
+		InnerRatio: floats.Max(inner), CGResidual: floats.Max(cg), Seconds: time.Since(start).Seconds()}, nil
 }
 
 // checkTask validates a task against the learner's geometry.
@@ -406,6 +422,7 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 	if err := l.checkTask(t); err != nil {
 		return 0, 0, err
 	}
+	w.inner = 0
 	if l.s.Gradient == MAML {
 		return l.adaptWhole(w, t, steps, grad)
 	}
@@ -457,6 +474,7 @@ func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc,
 		return 0, 0, err
 	}
 	acc, loss = l.score(tp.feats[nsF:], t.QueryY, yT)
+	w.inner = w.innerRatio(fx, y0, yT)
 	if !direct {
 		// φ's gradient: the features' adjoints pulled back through the
 		// backbone, support set then query set.

@@ -13,6 +13,7 @@ import (
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/oracle"
 	"github.com/gobilevel/bilevel/unroll"
+	"gonum.org/v1/gonum/floats"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -153,6 +154,23 @@ type worker struct {
 	dy0    []float64
 	theta  []float64 // MAML's adapted network θ_T
 	task   data.Task
+	cgRel  float64 // AID: CG's relative residual in the last metaGradient
+	inner  float64 // the last task's ‖∇y g(y_T)‖ / ‖∇y g(y_0)‖ (StepStats.InnerRatio)
+}
+
+// innerRatio returns ‖∇y g(y_T)‖ / ‖∇y g(y_0)‖ on the task's lower
+// objective fx (0 when y_0 is already stationary). It evaluates two head
+// gradients after the meta-gradient is computed, so that it changes
+// nothing the meta-gradient uses.
+func (w *worker) innerRatio(fx *graph.FixedX, y0, yT []float64) float64 {
+	w.g = grow(w.g, len(yT))
+	fx.GradG(nil, w.g, yT)
+	num := floats.Norm(w.g, 2)
+	fx.GradG(nil, w.g, y0)
+	if den := floats.Norm(w.g, 2); den > 0 {
+		return num / den
+	}
+	return 0
 }
 
 // taskOracles are one task's oracles at a fixed outer point X().
@@ -180,6 +198,7 @@ func (w *worker) descend(o taskOracles, y0 []float64, steps int, alpha float64) 
 // which aliases the worker's storage.
 func (w *worker) metaGradient(dx, dy0 []float64, o taskOracles, y0 []float64, aid, firstOrder bool, steps int, alpha float64) ([]float64, error) {
 	x := o.X()
+	w.cgRel = 0
 	if !aid && !firstOrder {
 		w.unroll.Steps, w.unroll.Alpha = steps, alpha
 		if err := w.unroll.Forward(o, x, y0); err != nil {
@@ -201,11 +220,14 @@ func (w *worker) metaGradient(dx, dy0 []float64, o taskOracles, y0 []float64, ai
 	w.v, w.fy, w.mx = grow(w.v, len(y)), grow(w.fy, len(y)), grow(w.mx, len(dx))
 	clear(w.v)
 	op := implicit.HVPOperator(o, x, y, nil)
-	_, err = implicit.Estimate(dx, w.v, implicit.System{
+	st, err := implicit.Estimate(dx, w.v, implicit.System{
 		Gradient: func(gx, gy []float64) { o.GradF(gx, gy, x, y, nil) },
 		Solve:    func(v, b []float64) (implicit.Stats, error) { return w.cg.Solve(v, op, b) },
 		Cross:    func(dst, v []float64) { o.MixedXY(dst, x, y, v, nil) },
 	}, w.fy, w.mx)
+	if b := floats.Norm(w.fy, 2); b > 0 {
+		w.cgRel = st.Residual / b
+	}
 	return y, err
 }
 

@@ -264,8 +264,11 @@ type trainRow struct {
 	Seconds           float64 // training time at the end of the iteration
 	Loss, Accuracy    float64 // batch means
 	GradNorm, IterSec float64
-	CPUSec            float64 // CPU time of the process during the iteration, all threads
-	CPUSeconds        float64 // training CPU time at the end of the iteration
+	// InnerRatio and CGResidual are meta.StepStats's: whether the inner
+	// loop converged and how far CG left its system (AID).
+	InnerRatio, CGResidual float64
+	CPUSec                 float64 // CPU time of the process during the iteration, all threads
+	CPUSeconds             float64 // training CPU time at the end of the iteration
 }
 
 type curveRow struct {
@@ -667,7 +670,8 @@ func (e *setting) trainMethod(method string) error {
 		ck.CPUSeconds += cpu
 		accs = append(accs, st.Accuracy)
 		ck.Train = append(ck.Train, trainRow{Setting: e.name, Method: method, Iter: k, InnerSteps: st.InnerSteps, Seconds: ck.Seconds,
-			Loss: st.Loss, Accuracy: st.Accuracy, GradNorm: st.GradNorm, IterSec: st.Seconds, CPUSec: cpu, CPUSeconds: ck.CPUSeconds})
+			Loss: st.Loss, Accuracy: st.Accuracy, GradNorm: st.GradNorm, InnerRatio: st.InnerRatio, CGResidual: st.CGResidual,
+			IterSec: st.Seconds, CPUSec: cpu, CPUSeconds: ck.CPUSeconds})
 		if (k+1)%c.EvalEvery == 0 || k+1 == c.Iters {
 			if err := evalCurve(); err != nil {
 				return err
@@ -736,13 +740,13 @@ func cpuSeconds() float64 {
 }
 
 func write(path func(string) string, c config, all []*setting) error {
-	tl := report.Table{Columns: []string{"setting", "method", "iter", "inner_steps", "seconds", "cpu_seconds", "loss", "accuracy", "grad_norm", "iter_seconds", "iter_cpu_seconds"}}
+	tl := report.Table{Columns: []string{"setting", "method", "iter", "inner_steps", "seconds", "cpu_seconds", "loss", "accuracy", "grad_norm", "inner_ratio", "cg_residual", "iter_seconds", "iter_cpu_seconds"}}
 	cv := report.Table{Columns: []string{"setting", "method", "iter", "seconds", "cpu_seconds", "accuracy", "ci95"}}
 	rs := report.Table{Columns: []string{"setting", "method", "accuracy", "ci95", "tasks", "iters", "train_seconds", "sec_per_iter", "cpu_sec_per_iter", "note"}}
 	var results []resultRow
 	for _, e := range all {
 		for _, r := range e.trainLog {
-			tl.Add(r.Setting, r.Method, r.Iter, r.InnerSteps, r.Seconds, r.CPUSeconds, r.Loss, r.Accuracy, r.GradNorm, r.IterSec, r.CPUSec)
+			tl.Add(r.Setting, r.Method, r.Iter, r.InnerSteps, r.Seconds, r.CPUSeconds, r.Loss, r.Accuracy, r.GradNorm, r.InnerRatio, r.CGResidual, r.IterSec, r.CPUSec)
 		}
 		for _, r := range e.curve {
 			cv.Add(r.Setting, r.Method, r.Iter, r.Seconds, r.CPUSeconds, r.Accuracy, r.CI95)
