@@ -29,7 +29,12 @@
 // The program writes train_log.csv, test_curve.csv, results.csv,
 // summary.json and PNG plots of the meta-train and meta-test accuracy
 // against training time to -out, and ends with one line
-// "result: key=value ...".
+// "result: key=value ...". Each train_log.csv row is one meta-iteration:
+// the batch's query loss and accuracy, ‖meta-gradient‖, and whether the
+// head's inner loop converged (inner_ratio: the largest over the tasks of
+// ‖∇y g(y_T)‖/‖∇y g(y_0)‖; 1 or more means the inner step is too large for
+// the head's curvature) and, for AID-BiO, CG's largest relative residual
+// (cg_residual); see meta.StepStats.
 package main
 
 import (
