@@ -674,6 +674,14 @@ func (e *setting) trainMethod(method string) error {
 		ck.Seconds += st.Seconds
 		ck.CPUSeconds += cpu
 		accs = append(accs, st.Accuracy)
+		if first, _ := unconverged(ck.Train); first < 0 && st.InnerRatio >= 1 {
+			flag := "alpha"
+			if method == "anil" {
+				flag = "anil-alpha"
+			}
+			fmt.Printf("%s %-10s warning: iteration %d: the inner loop did not converge on a task (‖∇y g(y_T)‖/‖∇y g(y_0)‖ = %.3g ≥ 1): the inner step -%s %g is too large for the head's curvature now, and AID-BiO's meta-gradient assumes y_T ≈ y* (inner_ratio in train_log.csv)\n",
+				e.name, method, k, st.InnerRatio, flag, s.Alpha)
+		}
 		ck.Train = append(ck.Train, trainRow{Setting: e.name, Method: method, Iter: k, InnerSteps: st.InnerSteps, Seconds: ck.Seconds,
 			Loss: st.Loss, Accuracy: st.Accuracy, GradNorm: st.GradNorm, InnerRatio: st.InnerRatio, CGResidual: st.CGResidual,
 			IterSec: st.Seconds, CPUSec: cpu, CPUSeconds: ck.CPUSeconds})
@@ -699,6 +707,9 @@ func (e *setting) trainMethod(method string) error {
 		TrainSeconds: ck.Seconds, SecPerIter: median(ck.Train, func(r trainRow) float64 { return r.IterSec }),
 		CPUPerIter: median(ck.Train, func(r trainRow) float64 { return r.CPUSec }),
 		Note:       fmt.Sprintf("%d meta-iterations, evaluation with %d inner steps", iters, evalSteps(l))}
+	if first, n := unconverged(ck.Train); first >= 0 {
+		ck.Final.Note += fmt.Sprintf("; inner loop not converging on %d iterations from iteration %d (inner_ratio ≥ 1)", n, first)
+	}
 	fmt.Printf("%s %-10s meta-test accuracy %v after %d iterations (%.1fs training, %.3fs and %.3f CPU-s per iteration) [evaluation %.1fs]\n",
 		e.name, method, acc, iters, ck.Seconds, ck.Final.SecPerIter, ck.Final.CPUPerIter, time.Since(t).Seconds())
 	if err := save(); err != nil {
@@ -706,6 +717,22 @@ func (e *setting) trainMethod(method string) error {
 	}
 	e.collect(ck)
 	return nil
+}
+
+// unconverged returns the first iteration of the log whose inner loop did
+// not converge on some task (meta.StepStats.InnerRatio ≥ 1) and how many
+// iterations did not; -1 and 0 when all did.
+func unconverged(rows []trainRow) (first, n int) {
+	first = -1
+	for _, r := range rows {
+		if r.InnerRatio >= 1 {
+			if first < 0 {
+				first = r.Iter
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 func evalSteps(l *meta.Learner) int {

@@ -132,6 +132,43 @@ func TestMAML(t *testing.T) {
 	}
 }
 
+// TestInnerNotConverging: with an inner step far too large for the head
+// (-alpha 20), AID-BiO's result says from which iteration its inner loop
+// stopped converging, train_log.csv carries the ratio, and with the
+// default step it says nothing.
+func TestInnerNotConverging(t *testing.T) {
+	if testing.Short() {
+		t.Skip("meta-trains")
+	}
+	for _, alpha := range []string{"20", "0.1"} {
+		out := t.TempDir()
+		c, err := parse("-quiet", "-out", out, "-methods", "aid", "-filters", "4", "-queries", "2", "-iters", "3", "-alpha", alpha,
+			"-eval-every", "3", "-eval-tasks", "10", "-curve-tasks", "4", "-baselines=false")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run(c); err != nil {
+			t.Fatal(err)
+		}
+		var ck runCheckpoint
+		readCk(t, filepath.Join(out, "checkpoints", "5w1s-aid.ckpt"), &ck)
+		if ck.Final == nil || len(ck.Train) != 3 {
+			t.Fatalf("-alpha %s: checkpoint without a result or with %d log rows", alpha, len(ck.Train))
+		}
+		bad := strings.Contains(ck.Final.Note, "inner loop not converging on 3 iterations from iteration 0")
+		if alpha == "20" && (!bad || ck.Train[0].InnerRatio < 1) {
+			t.Errorf("-alpha 20: note %q, inner ratio %v; want the inner loop reported as not converging", ck.Final.Note, ck.Train[0].InnerRatio)
+		}
+		if alpha == "0.1" && (strings.Contains(ck.Final.Note, "not converging") || !(ck.Train[0].InnerRatio > 0 && ck.Train[0].InnerRatio < 1)) {
+			t.Errorf("-alpha 0.1: note %q, inner ratio %v; want a converging inner loop", ck.Final.Note, ck.Train[0].InnerRatio)
+		}
+		log, err := os.ReadFile(filepath.Join(out, "train_log.csv"))
+		if err != nil || !strings.Contains(string(log), "inner_ratio,cg_residual") {
+			t.Errorf("train_log.csv without inner_ratio and cg_residual: %v", err)
+		}
+	}
+}
+
 // TestFloat32 runs ITD-BiO with -float32 beside the same run in float64:
 // the backbones agree to float32 rounding (relative 1e-5 of the largest
 // parameter), the checkpoint records the precision, and a float64
