@@ -17,8 +17,8 @@ import (
 // inner steps and the task's images and labels. So every worker process
 // can compute any task: a MetaModel shard is a meta.Learner built from
 // the coordinator's settings, and a call carries the parameters, the
-// steps and the task, and gets back the task's meta-gradient, accuracy
-// and loss (meta.Learner.TaskGradient). MetaTasks, a meta.TaskRunner,
+// steps and the task, and gets back the task's meta-gradient and its
+// meta.TaskStats (meta.Learner.TaskGradient). MetaTasks, a meta.TaskRunner,
 // sends task i of a batch to shard i mod Shards and gives the learner the
 // results, which it adds in task order: the run is the in-process one,
 // bit for bit, whichever worker computed a task.
@@ -79,7 +79,7 @@ func NewMetaTasks(nc *nats.Conn, ms meta.Settings, cnn models.CNNSettings, ways 
 // shard, or to a spare, or waits Settings.JoinTimeout for one to join; then
 // it fails with a *CallError naming the task, the shard and the lost
 // worker.
-func (m *MetaTasks) RunTasks(grads [][]float64, acc, loss []float64, params []float64, steps int, tasks []*data.Task) error {
+func (m *MetaTasks) RunTasks(grads [][]float64, stats []meta.TaskStats, params []float64, steps int, tasks []*data.Task) error {
 	if len(params) != m.dim {
 		return fmt.Errorf("dist: %d parameters for the workers' learner with %d", len(params), m.dim)
 	}
@@ -95,7 +95,7 @@ func (m *MetaTasks) RunTasks(grads [][]float64, acc, loss []float64, params []fl
 	}
 	err := p.exchange(opMeta, parts, func(pt *part, _ *workerRef, _ bool) *callBody {
 		return &callBody{op: opMeta, arg: uint64(steps), x: params, data: bodies[partIndex(parts, pt)]}
-	}, m.dim, 2)
+	}, m.dim, 4)
 	if err != nil {
 		i := 0
 		for i < len(parts)-1 && parts[i].res != nil {
@@ -105,7 +105,8 @@ func (m *MetaTasks) RunTasks(grads [][]float64, acc, loss []float64, params []fl
 	}
 	for i, pt := range parts {
 		copy(grads[i], pt.res.a)
-		acc[i], loss[i] = pt.res.b[0], pt.res.b[1]
+		b := pt.res.b
+		stats[i] = meta.TaskStats{Accuracy: b[0], Loss: b[1], InnerRatio: b[2], CGResidual: b[3]}
 	}
 	return nil
 }
@@ -201,9 +202,9 @@ func (s *shard) metaCall(c *callBody) (*resultBody, uint8, error) {
 		return nil, codeFailed, fmt.Errorf("%d inner steps: at most %d", c.arg, optim.MaxInnerSteps)
 	}
 	grad := make([]float64, len(c.x))
-	acc, loss, err := s.learner.TaskGradient(grad, c.x, int(c.arg), t)
+	st, err := s.learner.TaskGradient(grad, c.x, int(c.arg), t)
 	if err != nil {
 		return nil, codeFailed, err
 	}
-	return &resultBody{a: grad, b: []float64{acc, loss}}, 0, nil
+	return &resultBody{a: grad, b: []float64{st.Accuracy, st.Loss, st.InnerRatio, st.CGResidual}}, 0, nil
 }

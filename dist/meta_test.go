@@ -264,8 +264,8 @@ func TestMetaMalformed(t *testing.T) {
 		t.Error("malformed parameters: no error")
 	}
 	res, _, err := sh.call(&callBody{op: opMeta, arg: 3, x: params, data: good})
-	if err != nil || len(res.a) != len(params) || len(res.b) != 2 {
-		t.Fatalf("a good call: %v", err)
+	if err != nil || len(res.a) != len(params) || len(res.b) != 4 {
+		t.Fatalf("a good call: %v, %d gradient entries for %d parameters, %d statistics (want accuracy, loss, inner ratio, CG residual)", err, len(res.a), len(params), len(res.b))
 	}
 }
 

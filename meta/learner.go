@@ -12,7 +12,6 @@ import (
 	"github.com/gobilevel/bilevel/implicit"
 	"github.com/gobilevel/bilevel/models"
 	"github.com/gobilevel/bilevel/optim"
-	"gonum.org/v1/gonum/floats"
 	G "gorgonia.org/gorgonia"
 )
 
@@ -224,12 +223,11 @@ type StepStats struct {
 	// converges, 1 or more when the inner step is too large for the
 	// head's curvature. AID-BiO's hypergradient assumes y_D ≈ y* (the
 	// distance is at most ‖∇y g(y_D)‖/λ), so a large ratio means its
-	// meta-gradient is off. 0 for MAML and FOMAML, and when a TaskRunner
-	// computed the tasks (it reports accuracy and loss only).
+	// meta-gradient is off. 0 for MAML and FOMAML.
 	InnerRatio float64
 	// CGResidual is, for AID-BiO, the largest over the tasks of CG's
 	// relative residual ‖∇y f − ∇yy g·v‖ / ‖∇y f‖ after its N steps (0 for
-	// the other methods and with a TaskRunner).
+	// the other methods).
 	CGResidual float64
 	// Seconds is the wall time of the iteration.
 	Seconds float64
@@ -359,21 +357,18 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 	for len(l.grads) < n {
 		l.grads = append(l.grads, nil)
 	}
-	loss, acc := make([]float64, n), make([]float64, n)
-	inner, cg := make([]float64, n), make([]float64, n)
+	stats := make([]TaskStats, n)
 	if l.s.Runner != nil {
-		if err = l.runTasks(acc, loss, steps, tasks); err != nil {
+		if err = l.runTasks(stats, steps, tasks); err != nil {
 			err = fmt.Errorf("meta: %v, iteration %d: %w", l.s.Gradient, k, err)
 		}
 	} else {
 		err = parallel(l.workers, n, func(w *worker, i int) error {
 			l.grads[i] = grow(l.grads[i], len(dst))
 			var err error
-			acc[i], loss[i], err = l.task(w, tasks[i], steps, l.grads[i])
-			if err != nil {
+			if stats[i], err = l.task(w, tasks[i], steps, l.grads[i]); err != nil {
 				return fmt.Errorf("meta: %v, iteration %d, task %d: %w", l.s.Gradient, k, i, err)
 			}
-			inner[i], cg[i] = w.inner, w.cgRel
 			return nil
 		})
 	}
@@ -394,9 +389,15 @@ func (l *Learner) MetaGradient(dst []float64, tasks []*data.Task) (StepStats, er
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return StepStats{Iter: k, InnerSteps: steps}, fmt.Errorf("meta: %v, iteration %d: %w", l.s.Gradient, k, ErrNonFinite)
 	}
+	acc, loss := make([]float64, n), make([]float64, n)
+	var inner, cg float64
+	for i, ts := range stats {
+		acc[i], loss[i] = ts.Accuracy, ts.Loss
+		inner, cg = math.Max(inner, ts.InnerRatio), math.Max(cg, ts.CGResidual)
+	}
 	s := summarize(acc, loss)
 	return StepStats{Iter: k, InnerSteps: steps, Loss: s.Loss, Accuracy: s.Mean, GradNorm: math.Sqrt(norm),
-		InnerRatio: floats.Max(inner), CGResidual: floats.Max(cg), Seconds: time.Since(start).Seconds()}, nil
+		InnerRatio: inner, CGResidual: cg, Seconds: time.Since(start).Seconds()}, nil
 }
 
 // checkTask validates a task against the learner's geometry.
@@ -416,13 +417,21 @@ func (l *Learner) checkTask(t *data.Task) error {
 	return nil
 }
 
-// task computes one task's meta-gradient into grad and returns the query
-// accuracy and loss of the adapted head.
-func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (acc, loss float64, err error) {
+// task computes one task's meta-gradient into grad and returns its
+// TaskStats.
+func (l *Learner) task(w *worker, t *data.Task, steps int, grad []float64) (TaskStats, error) {
+	w.inner, w.cgRel = 0, 0
+	acc, loss, err := l.adapt(w, t, steps, grad)
+	return TaskStats{Accuracy: acc, Loss: loss, InnerRatio: w.inner, CGResidual: w.cgRel}, err
+}
+
+// adapt computes one task's meta-gradient into grad and returns the query
+// accuracy and loss of the adapted head; the worker keeps the inner
+// loop's diagnostics.
+func (l *Learner) adapt(w *worker, t *data.Task, steps int, grad []float64) (acc, loss float64, err error) {
 	if err := l.checkTask(t); err != nil {
 		return 0, 0, err
 	}
-	w.inner = 0
 	if l.s.Gradient == MAML {
 		return l.adaptWhole(w, t, steps, grad)
 	}

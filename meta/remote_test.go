@@ -17,13 +17,13 @@ type learnerRunner struct {
 	fail error
 }
 
-func (r learnerRunner) RunTasks(grads [][]float64, acc, loss []float64, params []float64, steps int, tasks []*data.Task) error {
+func (r learnerRunner) RunTasks(grads [][]float64, stats []TaskStats, params []float64, steps int, tasks []*data.Task) error {
 	if r.fail != nil {
 		return r.fail
 	}
 	for i := len(tasks) - 1; i >= 0; i-- {
 		var err error
-		if acc[i], loss[i], err = r.l.TaskGradient(grads[i], params, steps, tasks[i]); err != nil {
+		if stats[i], err = r.l.TaskGradient(grads[i], params, steps, tasks[i]); err != nil {
 			return err
 		}
 	}
