@@ -17,13 +17,7 @@ import (
 // 1 and one too large for the head's curvature a ratio above 1; and that
 // ITD-BiO reports no CG residual.
 func TestInnerDiagnostics(t *testing.T) {
-	src := toyTasks(t, 3, 2, 2, 7)
-	task, err := src.Task(2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := taskProblem(t, task, tiny)
-	x := randomPoint(p, 3)
+	task, p, x := toyTaskPoint(t, 7, 2, 3)
 	const D, N = 5, 3
 	fx := p.FixX(x, nil, nil)
 	for _, c := range []struct {

@@ -87,6 +87,19 @@ func compileOn(t *testing.T, task *data.Task, s models.CNNSettings, build func(s
 	return p
 }
 
+// toyTaskPoint returns task i of the toy 3-way 2-shot tasks of the
+// seed, the tiny CNN compiled on it and a random point of it (randomPoint
+// with pointSeed): the fixture of the gradient tests.
+func toyTaskPoint(t *testing.T, seed uint64, i int, pointSeed uint64) (*data.Task, *graph.Problem, []float64) {
+	t.Helper()
+	task, err := toyTasks(t, 3, 2, 2, seed).Task(i, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := taskProblem(t, task, tiny)
+	return task, p, randomPoint(p, pointSeed)
+}
+
 func relErr(a, b []float64) float64 {
 	var d, n float64
 	for i := range a {
@@ -111,13 +124,7 @@ func randomPoint(p *graph.Problem, seed uint64) []float64 {
 // one graph and differentiated symbolically (graph.Problem.Unrolled), and
 // that unroll.Unroller on the FixedX (the learner's sweep) is that too.
 func TestITDEqualsInGraphUnroll(t *testing.T) {
-	src := toyTasks(t, 3, 2, 2, 5)
-	task, err := src.Task(0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := taskProblem(t, task, tiny)
-	x := randomPoint(p, 1)
+	task, p, x := toyTaskPoint(t, 5, 0, 1)
 	const alpha = 0.5
 	for _, T := range []int{1, 3, 6} {
 		ref, err := p.Unrolled(T, alpha, 0)
@@ -239,13 +246,7 @@ func TestANILGradient(t *testing.T) {
 // on the FixedX at y_D, for both computations through the backbone, and
 // that the increasing schedule is D_k = ⌈c(k+1)^{1/4}⌉.
 func TestAID(t *testing.T) {
-	src := toyTasks(t, 3, 2, 2, 7)
-	task, err := src.Task(2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := taskProblem(t, task, tiny)
-	x := randomPoint(p, 3)
+	task, p, x := toyTaskPoint(t, 7, 2, 3)
 	const D, alpha, N = 5, 0.5, 8
 	fx := p.FixX(x, nil, nil)
 	yD := p.Y0(nil)
