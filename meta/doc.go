@@ -40,6 +40,17 @@
 //     network instead of T HVPs and T equal mixed products. FOMAML
 //     (Settings.FirstOrder) takes ∇L_Q(θ_T).
 //
+// AID-BiO's meta-gradient is that of the inner solution y*(φ) evaluated at
+// y_D: it is right only while the inner loop converges, and ‖y_D − y*‖ is
+// at most ‖∇w g(y_D)‖/λ. Gradient descent of step α on the head converges
+// while α < 2/L, L the head loss's largest curvature, which grows with the
+// features' scale as φ trains; past it y_D is far from y* and AID's
+// meta-gradient points the wrong way, while ITD's stays the gradient of the
+// loop it ran. StepStats.InnerRatio (the worst task's ‖∇w g(y_T)‖ over
+// ‖∇w g(y_0)‖) and StepStats.CGResidual watch for both conditions; an
+// AID-BiO run at 5-way 5-shot collapsed after its ratio reached 1
+// (docs/metalearning.md).
+//
 // Settings.Gradient selects the meta-gradient. The package writes none of
 // these formulas itself: the sweep is unroll.Unroller (its Backward returns
 // a_0 for ANIL and MAML), AID's estimate is implicit.Estimate with
