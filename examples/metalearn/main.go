@@ -649,6 +649,7 @@ func (e *setting) trainMethod(method string) error {
 			return err
 		}
 	}
+	firstBad, _ := unconverged(ck.Train) // a resumed run has warned already
 	for k := l.Snapshot().Iter; k < c.Iters; k++ {
 		if c.MaxSeconds > 0 && ck.Seconds >= c.MaxSeconds {
 			fmt.Printf("%s %-10s stopped after %.0fs of training at iteration %d (-max-seconds)\n", e.name, method, ck.Seconds, k)
@@ -674,7 +675,8 @@ func (e *setting) trainMethod(method string) error {
 		ck.Seconds += st.Seconds
 		ck.CPUSeconds += cpu
 		accs = append(accs, st.Accuracy)
-		if first, _ := unconverged(ck.Train); first < 0 && st.InnerRatio >= 1 {
+		if firstBad < 0 && st.InnerRatio >= 1 {
+			firstBad = k
 			flag := "alpha"
 			if method == "anil" {
 				flag = "anil-alpha"
