@@ -34,8 +34,9 @@ type TaskStats struct {
 // TaskGradient writes to dst (the length of the parameters) the
 // meta-gradient of task t at the parameters params with steps inner
 // steps, and returns the query accuracy and loss of the adapted model and
-// its inner loop's diagnostics: one term of MetaGradient's mean. It is what a TaskRunner's worker
-// computes with a learner of the coordinator's settings; it does not
+// its inner loop's diagnostics: one term of MetaGradient's mean. It is
+// what a TaskRunner's worker computes with a learner of the coordinator's
+// settings; it does not
 // change the learner's state, and is not safe for concurrent use.
 // Parameters of another length are an error (they come from a message).
 func (l *Learner) TaskGradient(dst, params []float64, steps int, t *data.Task) (TaskStats, error) {

@@ -154,7 +154,7 @@ type worker struct {
 	dy0    []float64
 	theta  []float64 // MAML's adapted network θ_T
 	task   data.Task
-	cgRel  float64 // AID: CG's relative residual in the last metaGradient
+	cgRel  float64 // AID: CG's relative residual in the task's metaGradient (Learner.task resets it)
 	inner  float64 // the last task's ‖∇y g(y_T)‖ / ‖∇y g(y_0)‖ (StepStats.InnerRatio)
 }
 
@@ -198,7 +198,6 @@ func (w *worker) descend(o taskOracles, y0 []float64, steps int, alpha float64) 
 // which aliases the worker's storage.
 func (w *worker) metaGradient(dx, dy0 []float64, o taskOracles, y0 []float64, aid, firstOrder bool, steps int, alpha float64) ([]float64, error) {
 	x := o.X()
-	w.cgRel = 0
 	if !aid && !firstOrder {
 		w.unroll.Steps, w.unroll.Alpha = steps, alpha
 		if err := w.unroll.Forward(o, x, y0); err != nil {
